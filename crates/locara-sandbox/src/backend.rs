@@ -1,0 +1,143 @@
+//! The backend trait, and the cheap handles hosts use.
+
+use std::{fmt, sync::Arc};
+
+use crate::{BackendKind, Capabilities, Error, Limits, RunOutcome, SandboxConfig};
+
+/// An engine that compiles modules.
+///
+/// Locara ships two ([`BackendKind`]); the trait is public so that a host or a test can bring
+/// its own and hand it to [`Sandbox::from_backend`].
+/// It has one required method; keep it that way (add defaulted methods with a documented
+/// contract).
+pub trait Backend: Send + Sync + fmt::Debug {
+    /// Compiles (or loads from a cache) a WASI preview 1 command module.
+    ///
+    /// `cache_key`, when given, must identify `wasm` uniquely (Locara passes the artifact's
+    /// sha256, computed by the registry on these very bytes); a backend may use it to cache
+    /// compiled code on disk. It must be made of ASCII letters, digits, `-`, `_` and `.`.
+    ///
+    /// ## Return value
+    /// A module that can be run any number of times, concurrently, each run in a fresh
+    /// instance.
+    ///
+    /// # Errors
+    /// [`Error::InvalidModule`] for bytes that are not valid wasm,
+    /// [`Error::UnsupportedImport`] for a module that imports anything the sandbox does not
+    /// provide (checked here, before anything runs), and [`Error::NotACommand`] for a module
+    /// without `_start` or without an exported memory.
+    fn compile(&self, wasm: &[u8], cache_key: Option<&str>) -> Result<Box<dyn CompiledModule>, Error>;
+}
+
+/// A compiled module, ready to run.
+pub trait CompiledModule: Send + Sync + fmt::Debug {
+    /// Runs the module once in a fresh instance: `input` is its stdin.
+    ///
+    /// ## Return value
+    /// The outcome of a call that ran, however it ended: a trap, an exceeded limit or a
+    /// non-zero exit is a [`RunOutcome`], not an error.
+    ///
+    /// # Errors
+    /// Only when the call could not start: invalid limits, a preopen that cannot be opened,
+    /// no temp dir, or an engine that cannot create the instance.
+    fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error>;
+}
+
+/// A handle to an engine. Cheap to clone; clones share the engine and its caches.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    inner: Arc<dyn Backend>,
+    kind: Option<BackendKind>,
+}
+
+impl Sandbox {
+    /// Starts the engine `config` selects.
+    ///
+    /// # Errors
+    /// [`Error::BackendUnavailable`] when that engine is not compiled in, and
+    /// [`Error::Engine`] when it rejects the configuration (for example, when the pooling
+    /// allocator cannot reserve its address space).
+    pub fn new(config: &SandboxConfig) -> Result<Sandbox, Error> {
+        let inner: Arc<dyn Backend> = match config.backend {
+            #[cfg(feature = "wasmtime")]
+            BackendKind::Wasmtime => Arc::new(crate::wasmtime_backend::WasmtimeBackend::new(config)?),
+            #[cfg(feature = "wasmi")]
+            BackendKind::Wasmi => Arc::new(crate::wasmi_backend::WasmiBackend::new(config)?),
+            #[allow(unreachable_patterns, reason = "reachable when a backend feature is off")]
+            other => return Err(Error::BackendUnavailable { backend: other.name() }),
+        };
+        Ok(Sandbox { inner, kind: Some(config.backend) })
+    }
+
+    /// Wraps a backend a host brings itself.
+    pub fn from_backend(backend: Arc<dyn Backend>) -> Sandbox {
+        Sandbox { inner: backend, kind: None }
+    }
+
+    /// Which built-in backend this is, or `None` for one brought with [`Sandbox::from_backend`].
+    pub fn kind(&self) -> Option<BackendKind> {
+        self.kind
+    }
+
+    /// Compiles a module; see [`Backend::compile`].
+    ///
+    /// # Errors
+    /// As [`Backend::compile`].
+    pub fn compile(&self, wasm: &[u8], cache_key: Option<&str>) -> Result<Compiled, Error> {
+        Ok(Compiled { inner: Arc::from(self.inner.compile(wasm, cache_key)?) })
+    }
+}
+
+/// A compiled module. Cheap to clone; run it as often as needed.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    inner: Arc<dyn CompiledModule>,
+}
+
+impl Compiled {
+    /// Runs the module once; see [`CompiledModule::run`].
+    ///
+    /// # Errors
+    /// As [`CompiledModule::run`].
+    pub fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error> {
+        self.inner.run(input, limits, caps)
+    }
+}
+
+/// Checks a module's imports and exports against what the sandbox provides.
+pub(crate) fn check_interface<'a>(
+    imports: impl Iterator<Item = (&'a str, &'a str)>,
+    exports: impl Iterator<Item = (&'a str, ExportKind)>,
+) -> Result<(), Error> {
+    for (module, name) in imports {
+        if !crate::wasi::provides(module, name) {
+            return Err(Error::UnsupportedImport { module: module.to_owned(), name: name.to_owned() });
+        }
+    }
+    let (mut start, mut memory) = (false, false);
+    for (name, kind) in exports {
+        start |= name == "_start" && kind == ExportKind::Func;
+        memory |= name == "memory" && kind == ExportKind::Memory;
+    }
+    match (start, memory) {
+        (true, true) => Ok(()),
+        (false, _) => Err(Error::NotACommand { message: "no exported `_start` function".to_owned() }),
+        (_, false) => Err(Error::NotACommand { message: "no exported `memory`".to_owned() }),
+    }
+}
+
+/// The kinds of export [`check_interface`] cares about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExportKind {
+    Func,
+    Memory,
+    Other,
+}
+
+/// Whether `key` is safe to use as part of a file name.
+pub(crate) fn is_valid_cache_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 128
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && !key.starts_with('.')
+}

@@ -1,0 +1,91 @@
+//! What a guest may touch.
+
+use std::path::PathBuf;
+
+/// Where the per-call temp dir appears inside the guest.
+pub const TEMP_GUEST_PATH: &str = "/tmp";
+
+/// Whether a preopened directory may be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DirPerms {
+    /// Files may be read and directories listed; every write, create, rename, unlink or
+    /// symlink is refused with `EROFS`/`ENOTCAPABLE`.
+    ReadOnly,
+    /// Everything below the directory may be read and written.
+    ReadWrite,
+}
+
+/// A host directory made visible to the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preopen {
+    /// The directory on the host.
+    pub host: PathBuf,
+    /// Where the guest sees it, e.g. `/workspace`.
+    pub guest: String,
+    /// What the guest may do in it.
+    pub perms: DirPerms,
+}
+
+/// The capabilities a call is given.
+///
+/// Everything is denied unless it is listed here. [`Capabilities::new`] gives, and only gives:
+/// - stdin (the call's input), stdout and stderr (captured by the host);
+/// - a fresh, empty temp dir at [`TEMP_GUEST_PATH`], read-write, removed after the call;
+/// - the realtime and monotonic clocks, and random bytes;
+/// - `argv[0]` only (see [`Capabilities::program_name`]);
+/// - no environment variables, no other directories, no sockets, no processes.
+///
+/// Paths are jailed: `..`, absolute paths and symlinks cannot leave a preopened directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    pub(crate) preopens: Vec<Preopen>,
+    pub(crate) temp_dir: bool,
+    pub(crate) program_name: String,
+    pub(crate) args: Vec<String>,
+}
+
+impl Capabilities {
+    /// The default capabilities: stdio, a fresh temp dir, clocks and random; nothing else.
+    pub fn new() -> Capabilities {
+        Capabilities { preopens: Vec::new(), temp_dir: true, program_name: "tool".to_owned(), args: Vec::new() }
+    }
+
+    /// Makes `host` visible to the guest at `guest` with `perms`.
+    ///
+    /// The directory is opened when the call starts; a missing directory is an
+    /// [`Error::Preopen`](crate::Error::Preopen) then.
+    pub fn preopened_dir(mut self, host: impl Into<PathBuf>, guest: impl Into<String>, perms: DirPerms) -> Self {
+        self.preopens.push(Preopen { host: host.into(), guest: guest.into(), perms });
+        self
+    }
+
+    /// Whether the call gets a fresh temp dir at [`TEMP_GUEST_PATH`]. By default this is `true`.
+    pub fn with_temp_dir(mut self, enable: bool) -> Self {
+        self.temp_dir = enable;
+        self
+    }
+
+    /// `argv[0]` as the guest sees it. By default this is `tool`.
+    pub fn program_name(mut self, name: impl Into<String>) -> Self {
+        self.program_name = name.into();
+        self
+    }
+
+    /// Extra arguments after `argv[0]`. By default there are none.
+    pub fn with_args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The directories this call preopens (the temp dir excluded).
+    pub fn preopens(&self) -> &[Preopen] {
+        &self.preopens
+    }
+}
+
+impl Default for Capabilities {
+    fn default() -> Capabilities {
+        Capabilities::new()
+    }
+}

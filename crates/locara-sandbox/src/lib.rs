@@ -1,0 +1,49 @@
+//! Runs a wasm32-wasip1 command module under limits, with only the capabilities it is given.
+//!
+//! This crate sits at the bottom of Locara's stack: `locara-exec` hands it the bytes of a module
+//! that the registry already verified, the limits and capabilities the manifest and the app
+//! agreed on, and the JSON arguments; it returns a [`RunOutcome`].
+//!
+//! It deliberately knows nothing about manifests, JSON schemas, registries, signatures or
+//! hashes: it turns bytes plus limits plus capabilities into an outcome.
+//! It is the only crate that names an engine (`wasmtime`, `wasmi`); neither appears in its
+//! public API.
+//!
+//! Both engines share one WASI preview 1 host implementation ([`Capabilities`] documents what
+//! a guest can see), so a conformance test that passes on one engine tests the same semantics
+//! on the other.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), locara_sandbox::Error> {
+//! use locara_sandbox::{BackendKind, Capabilities, Limits, Sandbox, SandboxConfig};
+//!
+//! let sandbox = Sandbox::new(&SandboxConfig::new(BackendKind::Wasmtime))?;
+//! let wasm = std::fs::read("tool.wasm").expect("a wasm32-wasip1 command module");
+//! let compiled = sandbox.compile(&wasm, None)?;
+//! let outcome = compiled.run(br#"{"text": "hello"}"#, &Limits::default(), &Capabilities::new())?;
+//! println!("{:?}: {}", outcome.status, String::from_utf8_lossy(&outcome.stdout));
+//! # Ok(())
+//! # }
+//! ```
+
+mod backend;
+mod caps;
+mod config;
+mod error;
+mod limits;
+mod outcome;
+mod run;
+mod wasi;
+#[cfg(feature = "wasmi")]
+mod wasmi_backend;
+#[cfg(feature = "wasmtime")]
+mod wasmtime_backend;
+
+pub use crate::{
+    backend::{Backend, Compiled, CompiledModule, Sandbox},
+    caps::{Capabilities, DirPerms, Preopen, TEMP_GUEST_PATH},
+    config::{BackendKind, SandboxConfig},
+    error::Error,
+    limits::{EnforcedLimits, Enforcement, LimitKind, Limits},
+    outcome::{RunOutcome, RunStatus},
+};

@@ -1,0 +1,45 @@
+//! What a call produced.
+
+use std::time::Duration;
+
+use crate::{EnforcedLimits, LimitKind};
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunStatus {
+    /// The guest exited (returned from `_start`, which is exit code 0, or called `proc_exit`).
+    Exited(i32),
+    /// The call exceeded a limit and was stopped.
+    LimitExceeded(LimitKind),
+    /// The guest trapped (a panic in a Rust tool, `unreachable`, an out-of-bounds access, a
+    /// stack overflow). The message is the engine's, without engine types.
+    Trapped(String),
+}
+
+impl RunStatus {
+    /// Whether the call exited with code 0.
+    pub fn is_success(&self) -> bool {
+        matches!(self, RunStatus::Exited(0))
+    }
+}
+
+/// Everything a call produced.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunOutcome {
+    /// How the call ended.
+    pub status: RunStatus,
+    /// What the guest wrote to stdout (never more than [`Limits::output_bytes`](crate::Limits::output_bytes)).
+    pub stdout: Vec<u8>,
+    /// The first 64 KiB the guest wrote to stderr.
+    pub stderr: Vec<u8>,
+    /// Whether stderr was cut to 64 KiB.
+    pub stderr_truncated: bool,
+    /// Fuel consumed by the call.
+    pub fuel_consumed: u64,
+    /// Wall-clock time of the call, instantiation included.
+    pub elapsed: Duration,
+    /// How each limit was enforced on this engine.
+    pub enforced: EnforcedLimits,
+}

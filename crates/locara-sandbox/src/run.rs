@@ -1,0 +1,148 @@
+//! What both engines do around a call: prepare the guest's world, then turn how the engine
+//! stopped into a [`RunOutcome`].
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use cap_std::{ambient_authority, fs::Dir};
+
+use crate::{
+    Capabilities, DirPerms, EnforcedLimits, Error, LimitKind, Limits, RunOutcome, RunStatus, TEMP_GUEST_PATH,
+    wasi::{Stop, WasiCtx, WasiSetup},
+};
+
+/// A call in progress: when it started, and its temp dir, which [`finish`] removes (as does
+/// dropping this, should the engine fail before the call ends).
+#[derive(Debug)]
+pub(crate) struct Call {
+    started: Instant,
+    temp: Option<tempfile::TempDir>,
+}
+
+/// Validates the limits, creates the call's temp dir and opens its preopens.
+pub(crate) fn prepare(
+    input: &[u8],
+    limits: &Limits,
+    caps: &Capabilities,
+    temp_root: &Path,
+) -> Result<(WasiCtx, Call), Error> {
+    limits.validate()?;
+    let started = Instant::now();
+    let mut preopens = Vec::new();
+    let temp = if caps.temp_dir {
+        let temp = tempfile::Builder::new()
+            .prefix("locara-call-")
+            .tempdir_in(temp_root)
+            .map_err(|source| Error::TempDir { path: temp_root.to_owned(), source })?;
+        let dir = Dir::open_ambient_dir(temp.path(), ambient_authority())
+            .map_err(|source| Error::TempDir { path: temp.path().to_owned(), source })?;
+        preopens.push((dir, TEMP_GUEST_PATH.to_owned(), true));
+        Some(temp)
+    } else {
+        None
+    };
+    for preopen in &caps.preopens {
+        let dir = Dir::open_ambient_dir(&preopen.host, ambient_authority())
+            .map_err(|source| Error::Preopen { path: preopen.host.clone(), source })?;
+        preopens.push((dir, preopen.guest.clone(), preopen.perms == DirPerms::ReadWrite));
+    }
+    let max_fds = limits.max_fds;
+    if preopens.len() + 3 > max_fds as usize {
+        return Err(Error::InvalidLimit {
+            limit: "fds",
+            message: format!("{max_fds} cannot hold stdio and {} preopened directories", preopens.len()),
+        });
+    }
+    let mut args = vec![caps.program_name.clone()];
+    args.extend(caps.args.iter().cloned());
+    let wasi = WasiCtx::new(WasiSetup {
+        stdin: input.to_vec(),
+        args,
+        preopens,
+        max_fds,
+        output_limit: limits.output_bytes,
+        deadline: started + limits.wall_time,
+    });
+    Ok((wasi, Call { started, temp }))
+}
+
+/// How the engine's call into `_start` ended, before classification.
+#[derive(Debug)]
+pub(crate) enum EngineEnd {
+    /// `_start` returned.
+    Returned,
+    /// A host function stopped the guest; the reason is in the WASI state.
+    Stopped,
+    /// The engine ran out of fuel.
+    OutOfFuel,
+    /// The engine's deadline interrupted the guest.
+    Deadline,
+    /// Any other trap.
+    Trap(String),
+}
+
+/// The memory limiter both engines install: it refuses growth past the limit and remembers
+/// that it did, so that the trap that usually follows is reported as the memory limit.
+#[derive(Debug)]
+pub(crate) struct MemoryLimiter {
+    pub(crate) limit: u64,
+    pub(crate) exceeded: bool,
+}
+
+impl MemoryLimiter {
+    pub(crate) const TABLE_ELEMENTS: usize = 100_000;
+
+    pub(crate) fn memory_growing(&mut self, desired: usize) -> bool {
+        let ok = desired as u64 <= self.limit;
+        if !ok {
+            self.exceeded = true;
+        }
+        ok
+    }
+}
+
+/// Builds the outcome, and removes the call's temp dir.
+pub(crate) fn finish(
+    call: Call,
+    mut wasi: WasiCtx,
+    end: EngineEnd,
+    memory: &MemoryLimiter,
+    fuel_consumed: u64,
+    enforced: EnforcedLimits,
+) -> RunOutcome {
+    let Call { started, temp } = call;
+    let status = match (wasi.stop, end) {
+        (Some(Stop::Limit(limit)), _) => RunStatus::LimitExceeded(limit),
+        (_, EngineEnd::OutOfFuel) => RunStatus::LimitExceeded(LimitKind::Fuel),
+        (_, EngineEnd::Deadline) => RunStatus::LimitExceeded(LimitKind::WallTime),
+        // A refused `memory.grow` usually ends in an abort (Rust's allocation failure handler)
+        // or a non-zero exit; either way the memory limit is what the caller needs to know.
+        (Some(Stop::Exit(code)), _) if memory.exceeded && code != 0 => RunStatus::LimitExceeded(LimitKind::Memory),
+        (_, EngineEnd::Trap(_)) if memory.exceeded => RunStatus::LimitExceeded(LimitKind::Memory),
+        (Some(Stop::Exit(code)), _) => RunStatus::Exited(code),
+        (None, EngineEnd::Returned) => RunStatus::Exited(0),
+        (None, EngineEnd::Trap(message)) => RunStatus::Trapped(message),
+        (None, EngineEnd::Stopped) => RunStatus::Trapped("the host stopped the guest".to_owned()),
+    };
+    let elapsed = started.elapsed();
+    let stdout = std::mem::take(&mut wasi.stdout);
+    let stderr = std::mem::take(&mut wasi.stderr);
+    let stderr_truncated = wasi.stderr_truncated;
+    // Close every descriptor before removing the directory they point into.
+    drop(wasi);
+    if let Some(temp) = temp {
+        let path = temp.path().to_owned();
+        if let Err(error) = temp.close() {
+            tracing::warn!(path = %path.display(), %error, "could not remove a call's temp dir");
+        }
+    }
+    RunOutcome { status, stdout, stderr, stderr_truncated, fuel_consumed, elapsed, enforced }
+}
+
+/// How many epoch ticks a wall-clock limit is, rounded up, plus one so that a limit is never
+/// cut short by a tick that was almost due when the call started.
+pub(crate) fn deadline_ticks(wall_time: Duration, tick: Duration) -> u64 {
+    (wall_time.as_nanos().div_ceil(tick.as_nanos()) as u64).saturating_add(1)
+}

@@ -1,0 +1,1006 @@
+//! One WASI preview 1 host implementation, shared by both engines.
+//!
+//! Every function here takes the call's [`WasiCtx`] and the guest's linear memory as a plain
+//! `&mut [u8]`, so it is engine-agnostic and entirely safe code: a guest pointer out of bounds
+//! is `EFAULT`, never a host fault. The engine backends only adapt calling conventions (see
+//! [`for_each_function`]).
+//!
+//! Why not `wasmtime-wasi`: wasmi cannot use it, and the sandbox's promises (the fd limit, the
+//! output limit, the deadline checked in host calls, no sockets, exactly the same semantics on
+//! both engines) are easiest to keep, and to test, in one place. Path resolution, the part
+//! that is hard to get right, is delegated to `cap-std`, the same library `wasmtime-wasi` uses.
+
+mod errno;
+
+use std::{
+    fs::File,
+    io::{Read, Seek, SeekFrom, Write},
+    os::unix::fs::FileExt,
+    time::{Duration, Instant, SystemTime},
+};
+
+use cap_fs_ext::{DirExt, FollowSymlinks, MetadataExt, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
+use cap_std::fs::{Dir, Metadata, OpenOptions};
+
+pub(crate) use self::errno::Errno;
+use crate::LimitKind;
+
+/// Why a host function stopped the guest instead of returning an errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The guest called `proc_exit`.
+    Exit(i32),
+    /// The guest exceeded a limit the host enforces.
+    Limit(LimitKind),
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Exit(code) => write!(f, "guest exited with code {code}"),
+            Stop::Limit(limit) => write!(f, "guest exceeded the {limit} limit"),
+        }
+    }
+}
+
+impl std::error::Error for Stop {}
+
+/// What a host function can fail with: an errno for the guest, or a stop.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Errno(Errno),
+    Stop(Stop),
+}
+
+impl From<Errno> for Fail {
+    fn from(errno: Errno) -> Fail {
+        Fail::Errno(errno)
+    }
+}
+
+impl From<std::io::Error> for Fail {
+    fn from(error: std::io::Error) -> Fail {
+        Fail::Errno(error.into())
+    }
+}
+
+type Res<T = ()> = Result<T, Fail>;
+
+/// How much of stderr the host keeps for the outcome.
+pub(crate) const STDERR_KEEP: usize = 64 << 10;
+
+const FILETYPE_UNKNOWN: u8 = 0;
+const FILETYPE_CHARACTER_DEVICE: u8 = 2;
+const FILETYPE_DIRECTORY: u8 = 3;
+const FILETYPE_REGULAR_FILE: u8 = 4;
+const FILETYPE_SYMBOLIC_LINK: u8 = 7;
+
+const OFLAGS_CREAT: i32 = 1;
+const OFLAGS_DIRECTORY: i32 = 2;
+const OFLAGS_EXCL: i32 = 4;
+const OFLAGS_TRUNC: i32 = 8;
+const FDFLAGS_APPEND: i32 = 1;
+const LOOKUP_SYMLINK_FOLLOW: i32 = 1;
+
+const RIGHT_FD_READ: i64 = 1 << 1;
+const RIGHT_FD_WRITE: i64 = 1 << 6;
+const RIGHT_FD_ALLOCATE: i64 = 1 << 8;
+const RIGHT_FD_READDIR: i64 = 1 << 14;
+const RIGHT_FD_FILESTAT_SET_SIZE: i64 = 1 << 22;
+/// Every right preview 1 defines; rights are enforced by the descriptor's kind and
+/// writability, not by these bits.
+const ALL_RIGHTS: u64 = (1 << 29) - 1;
+
+/// The state of one call as its guest sees it through WASI.
+#[derive(Debug)]
+pub(crate) struct WasiCtx {
+    table: Vec<Option<Desc>>,
+    open: u32,
+    max_fds: u32,
+    stdin: Vec<u8>,
+    stdin_pos: usize,
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
+    pub(crate) stderr_truncated: bool,
+    output_written: u64,
+    output_limit: u64,
+    args: Vec<String>,
+    start: Instant,
+    deadline: Instant,
+    /// Why the guest was stopped, if a host function stopped it.
+    pub(crate) stop: Option<Stop>,
+}
+
+#[derive(Debug)]
+enum Desc {
+    Stdin,
+    Stdout,
+    Stderr,
+    Dir(DirDesc),
+    File(FileDesc),
+}
+
+#[derive(Debug)]
+struct DirDesc {
+    dir: Dir,
+    /// The guest path, for preopened directories only.
+    preopen: Option<String>,
+    writable: bool,
+    /// The directory's entries, read when a listing starts at cookie 0.
+    entries: Vec<(String, u8, u64)>,
+}
+
+#[derive(Debug)]
+struct FileDesc {
+    file: File,
+    readable: bool,
+    writable: bool,
+    append: bool,
+}
+
+/// What [`WasiCtx::new`] needs.
+#[derive(Debug)]
+pub(crate) struct WasiSetup {
+    pub(crate) stdin: Vec<u8>,
+    pub(crate) args: Vec<String>,
+    /// Preopened directories, in fd order, as `(dir, guest path, writable)`.
+    pub(crate) preopens: Vec<(Dir, String, bool)>,
+    pub(crate) max_fds: u32,
+    pub(crate) output_limit: u64,
+    pub(crate) deadline: Instant,
+}
+
+impl WasiCtx {
+    pub(crate) fn new(setup: WasiSetup) -> WasiCtx {
+        let mut table = vec![Some(Desc::Stdin), Some(Desc::Stdout), Some(Desc::Stderr)];
+        for (dir, guest, writable) in setup.preopens {
+            table.push(Some(Desc::Dir(DirDesc { dir, preopen: Some(guest), writable, entries: Vec::new() })));
+        }
+        WasiCtx {
+            open: u32::try_from(table.len()).unwrap_or(u32::MAX),
+            table,
+            max_fds: setup.max_fds,
+            stdin: setup.stdin,
+            stdin_pos: 0,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stderr_truncated: false,
+            output_written: 0,
+            output_limit: setup.output_limit,
+            args: setup.args,
+            start: Instant::now(),
+            deadline: setup.deadline,
+        stop: None,
+        }
+    }
+
+    /// Ends the call if its deadline has passed. Every host function calls this first, so a
+    /// guest that spins in host calls is stopped on every engine.
+    pub(crate) fn check_deadline(&mut self) -> Result<(), Stop> {
+        if Instant::now() >= self.deadline {
+            return Err(self.stopped(Stop::Limit(LimitKind::WallTime)));
+        }
+        Ok(())
+    }
+
+    /// Records why the guest is stopped and returns it.
+    pub(crate) fn stopped(&mut self, stop: Stop) -> Stop {
+        if self.stop.is_none() {
+            self.stop = Some(stop);
+        }
+        stop
+    }
+
+    fn desc(&mut self, fd: i32) -> Res<&mut Desc> {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|fd| self.table.get_mut(fd))
+            .and_then(Option::as_mut)
+            .ok_or(Fail::Errno(Errno::BADF))
+    }
+
+    fn dir(&mut self, fd: i32) -> Res<&mut DirDesc> {
+        match self.desc(fd)? {
+            Desc::Dir(dir) => Ok(dir),
+            _ => Err(Errno::NOTDIR.into()),
+        }
+    }
+
+    fn file(&mut self, fd: i32) -> Res<&mut FileDesc> {
+        match self.desc(fd)? {
+            Desc::File(file) => Ok(file),
+            Desc::Dir(_) => Err(Errno::ISDIR.into()),
+            _ => Err(Errno::SPIPE.into()),
+        }
+    }
+
+    fn writable_dir(&mut self, fd: i32) -> Res<&Dir> {
+        let dir = self.dir(fd)?;
+        if !dir.writable {
+            return Err(Errno::ROFS.into());
+        }
+        Ok(&dir.dir)
+    }
+
+    fn insert(&mut self, desc: Desc) -> Res<u32> {
+        if self.open >= self.max_fds {
+            return Err(Fail::Stop(self.stopped(Stop::Limit(LimitKind::Fds))));
+        }
+        self.open += 1;
+        let slot = match self.table.iter().position(Option::is_none) {
+            Some(slot) => {
+                self.table[slot] = Some(desc);
+                slot
+            }
+            None => {
+                self.table.push(Some(desc));
+                self.table.len() - 1
+            }
+        };
+        Ok(u32::try_from(slot).map_err(|_| Errno::OVERFLOW)?)
+    }
+
+    fn write_output(&mut self, fd: Desc2, bytes: &[u8]) -> Res<()> {
+        let len = bytes.len() as u64;
+        if self.output_written + len > self.output_limit {
+            return Err(Fail::Stop(self.stopped(Stop::Limit(LimitKind::Output))));
+        }
+        self.output_written += len;
+        match fd {
+            Desc2::Stdout => self.stdout.extend_from_slice(bytes),
+            Desc2::Stderr => {
+                let room = STDERR_KEEP.saturating_sub(self.stderr.len());
+                if bytes.len() > room {
+                    self.stderr_truncated = true;
+                }
+                self.stderr.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Desc2 {
+    Stdout,
+    Stderr,
+}
+
+// ----- Guest memory access ------------------------------------------------------------------
+
+fn range(mem: &[u8], ptr: i32, len: u32) -> Result<std::ops::Range<usize>, Errno> {
+    let start = ptr as u32 as usize;
+    let end = start.checked_add(len as usize).ok_or(Errno::FAULT)?;
+    if end > mem.len() {
+        return Err(Errno::FAULT);
+    }
+    Ok(start..end)
+}
+
+fn bytes(mem: &[u8], ptr: i32, len: u32) -> Result<&[u8], Errno> {
+    Ok(&mem[range(mem, ptr, len)?])
+}
+
+fn bytes_mut(mem: &mut [u8], ptr: i32, len: u32) -> Result<&mut [u8], Errno> {
+    let range = range(mem, ptr, len)?;
+    Ok(&mut mem[range])
+}
+
+fn put(mem: &mut [u8], ptr: i32, value: &[u8]) -> Result<(), Errno> {
+    bytes_mut(mem, ptr, value.len() as u32)?.copy_from_slice(value);
+    Ok(())
+}
+
+fn put_u32(mem: &mut [u8], ptr: i32, value: u32) -> Result<(), Errno> {
+    put(mem, ptr, &value.to_le_bytes())
+}
+
+fn put_u64(mem: &mut [u8], ptr: i32, value: u64) -> Result<(), Errno> {
+    put(mem, ptr, &value.to_le_bytes())
+}
+
+fn path<'m>(mem: &'m [u8], ptr: i32, len: i32) -> Result<&'m str, Errno> {
+    let raw = bytes(mem, ptr, len as u32)?;
+    if raw.contains(&0) {
+        return Err(Errno::ILSEQ);
+    }
+    std::str::from_utf8(raw).map_err(|_| Errno::ILSEQ)
+}
+
+/// The `(ptr, len)` pairs of an iovec array.
+fn iovecs(mem: &[u8], iovs: i32, count: i32) -> Result<Vec<(i32, u32)>, Errno> {
+    let count = u32::try_from(count).map_err(|_| Errno::INVAL)?;
+    let table = bytes(mem, iovs, count.checked_mul(8).ok_or(Errno::FAULT)?)?;
+    Ok(table
+        .chunks_exact(8)
+        .map(|c| {
+            let ptr = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i32;
+            let len = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+            (ptr, len)
+        })
+        .collect())
+}
+
+/// Gathers the bytes of an iovec array into one buffer.
+fn gather(mem: &[u8], iovs: i32, count: i32) -> Result<Vec<u8>, Errno> {
+    let mut out = Vec::new();
+    for (ptr, len) in iovecs(mem, iovs, count)? {
+        out.extend_from_slice(bytes(mem, ptr, len)?);
+    }
+    Ok(out)
+}
+
+/// Reads into an iovec array with `read`, which fills one buffer and returns how much it read.
+fn scatter(
+    mem: &mut [u8],
+    iovs: i32,
+    count: i32,
+    mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+) -> Res<u32> {
+    let mut total = 0u32;
+    for (ptr, len) in iovecs(mem, iovs, count)? {
+        let buf = bytes_mut(mem, ptr, len)?;
+        let n = read(buf)?;
+        total += n as u32;
+        if n < buf.len() {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+// ----- Metadata ----------------------------------------------------------------------------
+
+fn filetype(ty: cap_std::fs::FileType) -> u8 {
+    if ty.is_dir() {
+        FILETYPE_DIRECTORY
+    } else if ty.is_file() {
+        FILETYPE_REGULAR_FILE
+    } else if ty.is_symlink() {
+        FILETYPE_SYMBOLIC_LINK
+    } else {
+        FILETYPE_UNKNOWN
+    }
+}
+
+fn nanos(time: std::io::Result<SystemTime>) -> u64 {
+    time.ok()
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn put_filestat(mem: &mut [u8], ptr: i32, meta: &Metadata) -> Result<(), Errno> {
+    let mut buf = [0u8; 64];
+    buf[0..8].copy_from_slice(&meta.dev().to_le_bytes());
+    buf[8..16].copy_from_slice(&meta.ino().to_le_bytes());
+    buf[16] = filetype(meta.file_type());
+    buf[24..32].copy_from_slice(&meta.nlink().to_le_bytes());
+    buf[32..40].copy_from_slice(&meta.len().to_le_bytes());
+    buf[40..48].copy_from_slice(&nanos(meta.accessed().map(|t| t.into_std())).to_le_bytes());
+    buf[48..56].copy_from_slice(&nanos(meta.modified().map(|t| t.into_std())).to_le_bytes());
+    buf[56..64].copy_from_slice(&nanos(meta.created().map(|t| t.into_std())).to_le_bytes());
+    put(mem, ptr, &buf)
+}
+
+// ----- The functions -----------------------------------------------------------------------
+//
+// Each returns `Res`: `Ok` is errno 0, `Fail::Errno` is returned to the guest, `Fail::Stop`
+// ends the call. Signatures follow `wasi_snapshot_preview1.witx`.
+
+pub(crate) fn args_get(ctx: &mut WasiCtx, mem: &mut [u8], argv: i32, buf: i32) -> Res {
+    let args = ctx.args.clone();
+    strings_get(mem, &args, argv, buf)
+}
+
+pub(crate) fn args_sizes_get(ctx: &mut WasiCtx, mem: &mut [u8], count: i32, size: i32) -> Res {
+    let args = ctx.args.clone();
+    strings_sizes_get(mem, &args, count, size)
+}
+
+pub(crate) fn environ_get(_: &mut WasiCtx, mem: &mut [u8], env: i32, buf: i32) -> Res {
+    strings_get(mem, &[], env, buf)
+}
+
+pub(crate) fn environ_sizes_get(_: &mut WasiCtx, mem: &mut [u8], count: i32, size: i32) -> Res {
+    strings_sizes_get(mem, &[], count, size)
+}
+
+fn strings_get(mem: &mut [u8], strings: &[String], ptrs: i32, buf: i32) -> Res {
+    let mut offset = buf as u32;
+    for (i, s) in strings.iter().enumerate() {
+        put_u32(mem, ptrs.wrapping_add(4 * i as i32), offset)?;
+        put(mem, offset as i32, s.as_bytes())?;
+        put(mem, offset.wrapping_add(s.len() as u32) as i32, &[0])?;
+        offset = offset.wrapping_add(s.len() as u32 + 1);
+    }
+    Ok(())
+}
+
+fn strings_sizes_get(mem: &mut [u8], strings: &[String], count: i32, size: i32) -> Res {
+    put_u32(mem, count, strings.len() as u32)?;
+    put_u32(mem, size, strings.iter().map(|s| s.len() as u32 + 1).sum())?;
+    Ok(())
+}
+
+pub(crate) fn clock_res_get(_: &mut WasiCtx, mem: &mut [u8], id: i32, out: i32) -> Res {
+    if !(0..=3).contains(&id) {
+        return Err(Errno::INVAL.into());
+    }
+    put_u64(mem, out, 1_000)?;
+    Ok(())
+}
+
+pub(crate) fn clock_time_get(ctx: &mut WasiCtx, mem: &mut [u8], id: i32, _precision: i64, out: i32) -> Res {
+    let now = match id {
+        0 => nanos(Ok(SystemTime::now())),
+        // Monotonic and CPU-time clocks all count from the call's start: the guest learns
+        // nothing about the host's uptime.
+        1..=3 => ctx.start.elapsed().as_nanos() as u64,
+        _ => return Err(Errno::INVAL.into()),
+    };
+    put_u64(mem, out, now)?;
+    Ok(())
+}
+
+pub(crate) fn random_get(_: &mut WasiCtx, mem: &mut [u8], buf: i32, len: i32) -> Res {
+    let buf = bytes_mut(mem, buf, len as u32)?;
+    getrandom::fill(buf).map_err(|_| Errno::IO)?;
+    Ok(())
+}
+
+pub(crate) fn sched_yield(_: &mut WasiCtx, _: &mut [u8]) -> Res {
+    std::thread::yield_now();
+    Ok(())
+}
+
+pub(crate) fn proc_raise(_: &mut WasiCtx, _: &mut [u8], _sig: i32) -> Res {
+    Err(Errno::NOSYS.into())
+}
+
+pub(crate) fn fd_advise(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _off: i64, _len: i64, _advice: i32) -> Res {
+    ctx.file(fd)?;
+    Ok(())
+}
+
+pub(crate) fn fd_allocate(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _off: i64, _len: i64) -> Res {
+    ctx.file(fd)?;
+    Err(Errno::NOTSUP.into())
+}
+
+pub(crate) fn fd_close(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
+    ctx.desc(fd)?;
+    ctx.table[fd as usize] = None;
+    ctx.open -= 1;
+    Ok(())
+}
+
+pub(crate) fn fd_datasync(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
+    ctx.file(fd)?.file.sync_data()?;
+    Ok(())
+}
+
+pub(crate) fn fd_sync(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
+    ctx.file(fd)?.file.sync_all()?;
+    Ok(())
+}
+
+pub(crate) fn fd_fdstat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
+    let (filetype, flags) = match ctx.desc(fd)? {
+        Desc::Stdin | Desc::Stdout | Desc::Stderr => (FILETYPE_CHARACTER_DEVICE, 0u16),
+        Desc::Dir(_) => (FILETYPE_DIRECTORY, 0),
+        Desc::File(f) => (FILETYPE_REGULAR_FILE, if f.append { FDFLAGS_APPEND as u16 } else { 0 }),
+    };
+    let mut buf = [0u8; 24];
+    buf[0] = filetype;
+    buf[2..4].copy_from_slice(&flags.to_le_bytes());
+    buf[8..16].copy_from_slice(&ALL_RIGHTS.to_le_bytes());
+    buf[16..24].copy_from_slice(&ALL_RIGHTS.to_le_bytes());
+    put(mem, out, &buf)?;
+    Ok(())
+}
+
+pub(crate) fn fd_fdstat_set_flags(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, flags: i32) -> Res {
+    let file = ctx.file(fd)?;
+    if flags & !FDFLAGS_APPEND != 0 {
+        return Err(Errno::NOTSUP.into());
+    }
+    if !file.writable && flags & FDFLAGS_APPEND != 0 {
+        return Err(Errno::BADF.into());
+    }
+    file.append = flags & FDFLAGS_APPEND != 0;
+    Ok(())
+}
+
+pub(crate) fn fd_fdstat_set_rights(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _base: i64, _inh: i64) -> Res {
+    ctx.desc(fd)?;
+    Err(Errno::NOTSUP.into())
+}
+
+pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
+    let meta = match ctx.desc(fd)? {
+        Desc::Stdin | Desc::Stdout | Desc::Stderr => {
+            let mut buf = [0u8; 64];
+            buf[16] = FILETYPE_CHARACTER_DEVICE;
+            put(mem, out, &buf)?;
+            return Ok(());
+        }
+        Desc::Dir(d) => d.dir.dir_metadata()?,
+        Desc::File(f) => Metadata::from_file(&f.file)?,
+    };
+    put_filestat(mem, out, &meta)?;
+    Ok(())
+}
+
+pub(crate) fn fd_filestat_set_size(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, size: i64) -> Res {
+    let file = ctx.file(fd)?;
+    if !file.writable {
+        return Err(Errno::BADF.into());
+    }
+    file.file.set_len(u64::try_from(size).map_err(|_| Errno::INVAL)?)?;
+    Ok(())
+}
+
+pub(crate) fn fd_filestat_set_times(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _a: i64, _m: i64, _f: i32) -> Res {
+    ctx.desc(fd)?;
+    Err(Errno::NOSYS.into())
+}
+
+pub(crate) fn fd_pread(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: i32, off: i64, out: i32) -> Res {
+    let file = ctx.file(fd)?;
+    if !file.readable {
+        return Err(Errno::BADF.into());
+    }
+    let mut offset = u64::try_from(off).map_err(|_| Errno::INVAL)?;
+    let read = scatter(mem, iovs, n, |buf| {
+        let n = file.file.read_at(buf, offset)?;
+        offset += n as u64;
+        Ok(n)
+    })?;
+    put_u32(mem, out, read)?;
+    Ok(())
+}
+
+pub(crate) fn fd_pwrite(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: i32, off: i64, out: i32) -> Res {
+    let data = gather(mem, iovs, n)?;
+    let file = ctx.file(fd)?;
+    if !file.writable {
+        return Err(Errno::BADF.into());
+    }
+    file.file.write_all_at(&data, u64::try_from(off).map_err(|_| Errno::INVAL)?)?;
+    put_u32(mem, out, data.len() as u32)?;
+    Ok(())
+}
+
+pub(crate) fn fd_prestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
+    match ctx.desc(fd)? {
+        Desc::Dir(DirDesc { preopen: Some(name), .. }) => {
+            let len = name.len() as u32;
+            put(mem, out, &[0, 0, 0, 0])?;
+            put_u32(mem, out.wrapping_add(4), len)?;
+            Ok(())
+        }
+        _ => Err(Errno::BADF.into()),
+    }
+}
+
+pub(crate) fn fd_prestat_dir_name(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, buf: i32, len: i32) -> Res {
+    match ctx.desc(fd)? {
+        Desc::Dir(DirDesc { preopen: Some(name), .. }) => {
+            if (len as u32 as usize) < name.len() {
+                return Err(Errno::NAMETOOLONG.into());
+            }
+            let name = name.clone();
+            put(mem, buf, name.as_bytes())?;
+            Ok(())
+        }
+        _ => Err(Errno::BADF.into()),
+    }
+}
+
+pub(crate) fn fd_read(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: i32, out: i32) -> Res {
+    let read = match ctx.desc(fd)? {
+        Desc::Stdin => {
+            let (stdin, pos) = (&ctx.stdin, &mut ctx.stdin_pos);
+            scatter(mem, iovs, n, |buf| {
+                let rest = &stdin[*pos..];
+                let k = rest.len().min(buf.len());
+                buf[..k].copy_from_slice(&rest[..k]);
+                *pos += k;
+                Ok(k)
+            })?
+        }
+        Desc::File(f) if f.readable => scatter(mem, iovs, n, |buf| f.file.read(buf))?,
+        Desc::Dir(_) => return Err(Errno::ISDIR.into()),
+        _ => return Err(Errno::BADF.into()),
+    };
+    put_u32(mem, out, read)?;
+    Ok(())
+}
+
+pub(crate) fn fd_write(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: i32, out: i32) -> Res {
+    let data = gather(mem, iovs, n)?;
+    match ctx.desc(fd)? {
+        Desc::Stdout => ctx.write_output(Desc2::Stdout, &data)?,
+        Desc::Stderr => ctx.write_output(Desc2::Stderr, &data)?,
+        Desc::File(f) if f.writable => {
+            if f.append {
+                f.file.seek(SeekFrom::End(0))?;
+            }
+            f.file.write_all(&data)?;
+        }
+        Desc::Dir(_) => return Err(Errno::ISDIR.into()),
+        _ => return Err(Errno::BADF.into()),
+    }
+    put_u32(mem, out, data.len() as u32)?;
+    Ok(())
+}
+
+pub(crate) fn fd_readdir(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, buf: i32, len: i32, cookie: i64, out: i32) -> Res {
+    let dir = ctx.dir(fd)?;
+    if cookie == 0 || dir.entries.is_empty() {
+        let mut entries = vec![(".".to_owned(), FILETYPE_DIRECTORY, 0), ("..".to_owned(), FILETYPE_DIRECTORY, 0)];
+        for entry in dir.dir.entries()? {
+            let entry = entry?;
+            let ty = entry.file_type().map(filetype).unwrap_or(FILETYPE_UNKNOWN);
+            let name = entry.file_name().to_string_lossy().into_owned();
+            entries.push((name, ty, 0));
+        }
+        entries[2..].sort();
+        dir.entries = entries;
+    }
+    let capacity = len as u32 as usize;
+    let mut written = Vec::with_capacity(capacity.min(1 << 16));
+    let start = usize::try_from(cookie).map_err(|_| Errno::INVAL)?;
+    for (i, (name, ty, ino)) in dir.entries.iter().enumerate().skip(start) {
+        if written.len() >= capacity {
+            break;
+        }
+        let mut entry = [0u8; 24];
+        entry[0..8].copy_from_slice(&(i as u64 + 1).to_le_bytes());
+        entry[8..16].copy_from_slice(&ino.to_le_bytes());
+        entry[16..20].copy_from_slice(&(name.len() as u32).to_le_bytes());
+        entry[20] = *ty;
+        written.extend_from_slice(&entry);
+        written.extend_from_slice(name.as_bytes());
+    }
+    // A full buffer tells the guest to call again from the last complete entry's cookie.
+    written.truncate(capacity);
+    put(mem, buf, &written)?;
+    put_u32(mem, out, written.len() as u32)?;
+    Ok(())
+}
+
+pub(crate) fn fd_renumber(ctx: &mut WasiCtx, _: &mut [u8], from: i32, to: i32) -> Res {
+    ctx.desc(from)?;
+    ctx.desc(to)?;
+    if from != to {
+        ctx.table[to as usize] = ctx.table[from as usize].take();
+        ctx.open -= 1;
+    }
+    Ok(())
+}
+
+pub(crate) fn fd_seek(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, offset: i64, whence: i32, out: i32) -> Res {
+    let file = ctx.file(fd)?;
+    let pos = match whence {
+        0 => SeekFrom::Start(u64::try_from(offset).map_err(|_| Errno::INVAL)?),
+        1 => SeekFrom::Current(offset),
+        2 => SeekFrom::End(offset),
+        _ => return Err(Errno::INVAL.into()),
+    };
+    let new = file.file.seek(pos)?;
+    put_u64(mem, out, new)?;
+    Ok(())
+}
+
+pub(crate) fn fd_tell(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
+    let pos = ctx.file(fd)?.file.stream_position()?;
+    put_u64(mem, out, pos)?;
+    Ok(())
+}
+
+pub(crate) fn path_create_directory(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, p: i32, len: i32) -> Res {
+    let path = path(mem, p, len)?;
+    ctx.writable_dir(fd)?.create_dir(path)?;
+    Ok(())
+}
+
+pub(crate) fn path_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, flags: i32, p: i32, len: i32, out: i32) -> Res {
+    let path = path(mem, p, len)?.to_owned();
+    let dir = &ctx.dir(fd)?.dir;
+    let meta = if flags & LOOKUP_SYMLINK_FOLLOW != 0 { dir.metadata(&path)? } else { dir.symlink_metadata(&path)? };
+    put_filestat(mem, out, &meta)?;
+    Ok(())
+}
+
+#[expect(clippy::too_many_arguments, reason = "the WASI signature")]
+pub(crate) fn path_filestat_set_times(
+    ctx: &mut WasiCtx,
+    _: &mut [u8],
+    fd: i32,
+    _flags: i32,
+    _p: i32,
+    _len: i32,
+    _a: i64,
+    _m: i64,
+    _f: i32,
+) -> Res {
+    ctx.dir(fd)?;
+    Err(Errno::NOSYS.into())
+}
+
+#[expect(clippy::too_many_arguments, reason = "the WASI signature")]
+pub(crate) fn path_link(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    old_fd: i32,
+    _flags: i32,
+    old_p: i32,
+    old_len: i32,
+    new_fd: i32,
+    new_p: i32,
+    new_len: i32,
+) -> Res {
+    let old = path(mem, old_p, old_len)?.to_owned();
+    let new = path(mem, new_p, new_len)?.to_owned();
+    let target = ctx.writable_dir(new_fd)?.try_clone()?;
+    ctx.dir(old_fd)?.dir.hard_link(old, &target, new)?;
+    Ok(())
+}
+
+#[expect(clippy::too_many_arguments, reason = "the WASI signature")]
+pub(crate) fn path_open(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    dirflags: i32,
+    p: i32,
+    len: i32,
+    oflags: i32,
+    rights: i64,
+    _inheriting: i64,
+    fdflags: i32,
+    out: i32,
+) -> Res {
+    let path = path(mem, p, len)?.to_owned();
+    let parent = ctx.dir(fd)?;
+    let follow = if dirflags & LOOKUP_SYMLINK_FOLLOW != 0 { FollowSymlinks::Yes } else { FollowSymlinks::No };
+    let append = fdflags & FDFLAGS_APPEND != 0;
+    let write = rights & (RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE) != 0
+        || oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0
+        || append;
+    let read = rights & (RIGHT_FD_READ | RIGHT_FD_READDIR) != 0 || !write;
+    if write && !parent.writable {
+        return Err(Errno::ROFS.into());
+    }
+    let writable = parent.writable;
+    let desc = if oflags & OFLAGS_DIRECTORY != 0 {
+        let dir = match follow {
+            FollowSymlinks::Yes => parent.dir.open_dir(&path)?,
+            FollowSymlinks::No => parent.dir.open_dir_nofollow(&path)?,
+        };
+        Desc::Dir(DirDesc { dir, preopen: None, writable, entries: Vec::new() })
+    } else {
+        let mut options = OpenOptions::new();
+        options
+            .read(read)
+            .write(write && !append)
+            .append(append)
+            .create(oflags & OFLAGS_CREAT != 0)
+            .create_new(oflags & OFLAGS_CREAT != 0 && oflags & OFLAGS_EXCL != 0)
+            .truncate(oflags & OFLAGS_TRUNC != 0)
+            .follow(follow)
+            .maybe_dir(true);
+        let file = parent.dir.open_with(&path, &options)?.into_std();
+        if file.metadata()?.is_dir() {
+            if write {
+                return Err(Errno::ISDIR.into());
+            }
+            Desc::Dir(DirDesc { dir: Dir::from_std_file(file), preopen: None, writable, entries: Vec::new() })
+        } else {
+            Desc::File(FileDesc { file, readable: read, writable: write, append })
+        }
+    };
+    let new = ctx.insert(desc)?;
+    put_u32(mem, out, new)?;
+    Ok(())
+}
+
+#[expect(clippy::too_many_arguments, reason = "the WASI signature")]
+pub(crate) fn path_readlink(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    p: i32,
+    len: i32,
+    buf: i32,
+    buf_len: i32,
+    out: i32,
+) -> Res {
+    let path = path(mem, p, len)?.to_owned();
+    let target = ctx.dir(fd)?.dir.read_link_contents(&path)?;
+    let target = target.to_string_lossy();
+    let n = target.len().min(buf_len as u32 as usize);
+    put(mem, buf, &target.as_bytes()[..n])?;
+    put_u32(mem, out, n as u32)?;
+    Ok(())
+}
+
+pub(crate) fn path_remove_directory(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, p: i32, len: i32) -> Res {
+    let path = path(mem, p, len)?;
+    ctx.writable_dir(fd)?.remove_dir(path)?;
+    Ok(())
+}
+
+#[expect(clippy::too_many_arguments, reason = "the WASI signature")]
+pub(crate) fn path_rename(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    old_p: i32,
+    old_len: i32,
+    new_fd: i32,
+    new_p: i32,
+    new_len: i32,
+) -> Res {
+    let old = path(mem, old_p, old_len)?.to_owned();
+    let new = path(mem, new_p, new_len)?.to_owned();
+    let target = ctx.writable_dir(new_fd)?.try_clone()?;
+    ctx.writable_dir(fd)?.rename(old, &target, new)?;
+    Ok(())
+}
+
+pub(crate) fn path_symlink(ctx: &mut WasiCtx, mem: &mut [u8], old_p: i32, old_len: i32, fd: i32, new_p: i32, new_len: i32) -> Res {
+    let old = path(mem, old_p, old_len)?.to_owned();
+    let new = path(mem, new_p, new_len)?.to_owned();
+    // The link may point anywhere: following it is what cap-std jails.
+    DirExt::symlink(ctx.writable_dir(fd)?, old, new)?;
+    Ok(())
+}
+
+pub(crate) fn path_unlink_file(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, p: i32, len: i32) -> Res {
+    let path = path(mem, p, len)?;
+    ctx.writable_dir(fd)?.remove_file_or_symlink(path)?;
+    Ok(())
+}
+
+pub(crate) fn poll_oneoff(ctx: &mut WasiCtx, mem: &mut [u8], subs: i32, events: i32, n: i32, out: i32) -> Res {
+    let count = u32::try_from(n).map_err(|_| Errno::INVAL)?;
+    if count == 0 {
+        return Err(Errno::INVAL.into());
+    }
+    let table = bytes(mem, subs, count.checked_mul(48).ok_or(Errno::FAULT)?)?.to_vec();
+    let now_real = nanos(Ok(SystemTime::now()));
+    let now_mono = ctx.start.elapsed().as_nanos() as u64;
+    let mut ready = Vec::new();
+    let mut clocks = Vec::new();
+    for sub in table.chunks_exact(48) {
+        let userdata = u64::from_le_bytes(sub[0..8].try_into().map_err(|_| Errno::FAULT)?);
+        match sub[8] {
+            0 => {
+                let id = u32::from_le_bytes(sub[16..20].try_into().map_err(|_| Errno::FAULT)?);
+                let timeout = u64::from_le_bytes(sub[24..32].try_into().map_err(|_| Errno::FAULT)?);
+                let absolute = u16::from_le_bytes(sub[40..42].try_into().map_err(|_| Errno::FAULT)?) & 1 != 0;
+                let wait = if absolute {
+                    let now = if id == 0 { now_real } else { now_mono };
+                    timeout.saturating_sub(now)
+                } else {
+                    timeout
+                };
+                clocks.push((userdata, wait));
+            }
+            // Reads and writes on any descriptor are always ready: stdin is a buffer, stdout a
+            // capture, and files never block.
+            tag @ (1 | 2) => ready.push((userdata, tag)),
+            _ => return Err(Errno::INVAL.into()),
+        }
+    }
+    let mut out_events = Vec::new();
+    if ready.is_empty() {
+        let wait = clocks.iter().map(|&(_, w)| w).min().unwrap_or(0);
+        let wake = Instant::now() + Duration::from_nanos(wait);
+        if wake >= ctx.deadline {
+            std::thread::sleep(ctx.deadline.saturating_duration_since(Instant::now()));
+            return Err(Fail::Stop(ctx.stopped(Stop::Limit(LimitKind::WallTime))));
+        }
+        std::thread::sleep(Duration::from_nanos(wait));
+        for (userdata, w) in clocks {
+            if w <= wait {
+                out_events.push((userdata, 0u8));
+            }
+        }
+    } else {
+        out_events = ready;
+    }
+    let mut buf = Vec::with_capacity(out_events.len() * 32);
+    for (userdata, ty) in &out_events {
+        let mut event = [0u8; 32];
+        event[0..8].copy_from_slice(&userdata.to_le_bytes());
+        event[10] = *ty;
+        buf.extend_from_slice(&event);
+    }
+    put(mem, events, &buf)?;
+    put_u32(mem, out, out_events.len() as u32)?;
+    Ok(())
+}
+
+/// Calls `$m!(name(arg: type, ...))` for every WASI function the sandbox provides, except
+/// `proc_exit`, which does not return and is linked by hand.
+///
+/// This is the one list of what a guest may import; sockets are deliberately absent.
+macro_rules! for_each_function {
+    ($m:ident) => {
+        $m!(args_get(a: i32, b: i32));
+        $m!(args_sizes_get(a: i32, b: i32));
+        $m!(environ_get(a: i32, b: i32));
+        $m!(environ_sizes_get(a: i32, b: i32));
+        $m!(clock_res_get(a: i32, b: i32));
+        $m!(clock_time_get(a: i32, b: i64, c: i32));
+        $m!(random_get(a: i32, b: i32));
+        $m!(sched_yield());
+        $m!(proc_raise(a: i32));
+        $m!(fd_advise(a: i32, b: i64, c: i64, d: i32));
+        $m!(fd_allocate(a: i32, b: i64, c: i64));
+        $m!(fd_close(a: i32));
+        $m!(fd_datasync(a: i32));
+        $m!(fd_sync(a: i32));
+        $m!(fd_fdstat_get(a: i32, b: i32));
+        $m!(fd_fdstat_set_flags(a: i32, b: i32));
+        $m!(fd_fdstat_set_rights(a: i32, b: i64, c: i64));
+        $m!(fd_filestat_get(a: i32, b: i32));
+        $m!(fd_filestat_set_size(a: i32, b: i64));
+        $m!(fd_filestat_set_times(a: i32, b: i64, c: i64, d: i32));
+        $m!(fd_pread(a: i32, b: i32, c: i32, d: i64, e: i32));
+        $m!(fd_pwrite(a: i32, b: i32, c: i32, d: i64, e: i32));
+        $m!(fd_prestat_get(a: i32, b: i32));
+        $m!(fd_prestat_dir_name(a: i32, b: i32, c: i32));
+        $m!(fd_read(a: i32, b: i32, c: i32, d: i32));
+        $m!(fd_write(a: i32, b: i32, c: i32, d: i32));
+        $m!(fd_readdir(a: i32, b: i32, c: i32, d: i64, e: i32));
+        $m!(fd_renumber(a: i32, b: i32));
+        $m!(fd_seek(a: i32, b: i64, c: i32, d: i32));
+        $m!(fd_tell(a: i32, b: i32));
+        $m!(path_create_directory(a: i32, b: i32, c: i32));
+        $m!(path_filestat_get(a: i32, b: i32, c: i32, d: i32, e: i32));
+        $m!(path_filestat_set_times(a: i32, b: i32, c: i32, d: i32, e: i64, f: i64, g: i32));
+        $m!(path_link(a: i32, b: i32, c: i32, d: i32, e: i32, f: i32, g: i32));
+        $m!(path_open(a: i32, b: i32, c: i32, d: i32, e: i32, f: i64, g: i64, h: i32, i: i32));
+        $m!(path_readlink(a: i32, b: i32, c: i32, d: i32, e: i32, f: i32));
+        $m!(path_remove_directory(a: i32, b: i32, c: i32));
+        $m!(path_rename(a: i32, b: i32, c: i32, d: i32, e: i32, f: i32));
+        $m!(path_symlink(a: i32, b: i32, c: i32, d: i32, e: i32));
+        $m!(path_unlink_file(a: i32, b: i32, c: i32));
+        $m!(poll_oneoff(a: i32, b: i32, c: i32, d: i32));
+    };
+}
+pub(crate) use for_each_function;
+
+/// The import module every WASI preview 1 function lives in.
+pub(crate) const MODULE: &str = "wasi_snapshot_preview1";
+
+/// Whether the sandbox provides `module::name`.
+pub(crate) fn provides(module: &str, name: &str) -> bool {
+    macro_rules! is {
+        ($f:ident($($arg:ident: $ty:ty),*)) => {
+            if name == stringify!($f) {
+                return module == MODULE;
+            }
+        };
+    }
+    for_each_function!(is);
+    module == MODULE && name == "proc_exit"
+}
+
+/// Turns a host function's result into the errno the guest sees, or the stop that ends it.
+pub(crate) fn finish(ctx: &mut WasiCtx, result: Res) -> Result<i32, Stop> {
+    match result {
+        Ok(()) => Ok(0),
+        Err(Fail::Errno(errno)) => Ok(i32::from(errno.0)),
+        Err(Fail::Stop(stop)) => Err(ctx.stopped(stop)),
+    }
+}
+
+/// `proc_exit`: records the exit code and stops the guest.
+pub(crate) fn proc_exit(ctx: &mut WasiCtx, code: i32) -> Stop {
+    ctx.stopped(Stop::Exit(code))
+}

@@ -1,0 +1,223 @@
+//! The wasmi backend: a pure-Rust interpreter with fuel metering and a memory limiter.
+//!
+//! wasmi has no epoch interruption, so the wall-clock limit is enforced by running the guest
+//! in fuel slices (resumable calls) and checking the clock between slices and in every host
+//! call. Every `wasmi` type stays in this file; errors are mapped to [`Error`] here.
+
+use std::{path::PathBuf, time::Instant};
+
+use wasmi::{Caller, Config, Engine, Linker, Module, ResumableCall, Store};
+
+use crate::{
+    Capabilities, EnforcedLimits, Enforcement, Error, LimitKind, Limits, RunOutcome, SandboxConfig,
+    backend::{Backend, CompiledModule, ExportKind, check_interface},
+    run::{self, EngineEnd, MemoryLimiter},
+    wasi::{self, Stop, WasiCtx},
+};
+
+const BACKEND: &str = "wasmi";
+/// Fuel per slice: the wall clock is checked at least this often (a few milliseconds of
+/// interpretation).
+const SLICE: u64 = 2_000_000;
+
+struct StoreData {
+    wasi: WasiCtx,
+    memory: MemoryLimiter,
+}
+
+impl wasmi::errors::HostError for Stop {}
+
+impl wasmi::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> Result<bool, wasmi_core::LimiterError> {
+        Ok(MemoryLimiter::memory_growing(self, desired))
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> Result<bool, wasmi_core::LimiterError> {
+        Ok(desired <= MemoryLimiter::TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        1
+    }
+
+    fn tables(&self) -> usize {
+        1
+    }
+
+    fn memories(&self) -> usize {
+        1
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct WasmiBackend {
+    engine: Engine,
+    temp_root: PathBuf,
+}
+
+impl WasmiBackend {
+    pub(crate) fn new(config: &SandboxConfig) -> Result<WasmiBackend, Error> {
+        let mut wc = Config::default();
+        wc.consume_fuel(true);
+        Ok(WasmiBackend {
+            engine: Engine::new(&wc),
+            temp_root: config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
+        })
+    }
+}
+
+/// Calls `f` with the WASI state and the guest's memory.
+fn with_memory<R>(
+    caller: &mut Caller<'_, StoreData>,
+    f: impl FnOnce(&mut WasiCtx, &mut [u8]) -> Result<R, Stop>,
+) -> Result<R, wasmi::Error> {
+    let memory = caller
+        .get_export("memory")
+        .and_then(wasmi::Extern::into_memory)
+        .ok_or_else(|| wasmi::Error::new("the module exports no memory"))?;
+    let (mem, data) = memory.data_and_store_mut(caller);
+    if let Err(stop) = data.wasi.check_deadline() {
+        return Err(wasmi::Error::host(stop));
+    }
+    f(&mut data.wasi, mem).map_err(wasmi::Error::host)
+}
+
+fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
+    let engine_error = |e: wasmi::Error| Error::Engine { backend: BACKEND, message: e.to_string() };
+    let mut linker = Linker::new(engine);
+    macro_rules! link {
+        ($f:ident($($arg:ident: $ty:ty),*)) => {
+            linker
+                .func_wrap(wasi::MODULE, stringify!($f), |mut caller: Caller<'_, StoreData>, $($arg: $ty),*| {
+                    with_memory(&mut caller, |ctx, mem| {
+                        let result = wasi::$f(ctx, mem, $($arg),*);
+                        wasi::finish(ctx, result)
+                    })
+                })
+                .map_err(|e| engine_error(e.into()))?;
+        };
+    }
+    wasi::for_each_function!(link);
+    linker
+        .func_wrap(wasi::MODULE, "proc_exit", |mut caller: Caller<'_, StoreData>, code: i32| -> Result<(), wasmi::Error> {
+            Err(wasmi::Error::host(wasi::proc_exit(&mut caller.data_mut().wasi, code)))
+        })
+        .map_err(|e| engine_error(e.into()))?;
+    Ok(linker)
+}
+
+impl Backend for WasmiBackend {
+    fn compile(&self, wasm: &[u8], _cache_key: Option<&str>) -> Result<Box<dyn CompiledModule>, Error> {
+        let module = Module::new(&self.engine, wasm).map_err(|e| Error::InvalidModule { message: e.to_string() })?;
+        check_interface(
+            module.imports().map(|i| (i.module(), i.name())),
+            module.exports().map(|e| {
+                let kind = match e.ty() {
+                    wasmi::ExternType::Func(_) => ExportKind::Func,
+                    wasmi::ExternType::Memory(_) => ExportKind::Memory,
+                    _ => ExportKind::Other,
+                };
+                (e.name(), kind)
+            }),
+        )?;
+        let linker = linker(&self.engine)?;
+        Ok(Box::new(WasmiModule { engine: self.engine.clone(), module, linker, temp_root: self.temp_root.clone() }))
+    }
+}
+
+struct WasmiModule {
+    engine: Engine,
+    module: Module,
+    linker: Linker<StoreData>,
+    temp_root: PathBuf,
+}
+
+impl std::fmt::Debug for WasmiModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmiModule").finish_non_exhaustive()
+    }
+}
+
+/// Classifies an error that came out of instantiation or `_start`.
+fn end_of(error: &wasmi::Error) -> EngineEnd {
+    if error.downcast_ref::<Stop>().is_some() {
+        return EngineEnd::Stopped;
+    }
+    match error.as_trap_code() {
+        Some(wasmi::TrapCode::OutOfFuel) => EngineEnd::OutOfFuel,
+        _ => EngineEnd::Trap(error.to_string()),
+    }
+}
+
+impl CompiledModule for WasmiModule {
+    fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error> {
+        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root)?;
+        let deadline = Instant::now() + limits.wall_time;
+        let data = StoreData { wasi, memory: MemoryLimiter { limit: limits.memory_bytes, exceeded: false } };
+        let mut store = Store::new(&self.engine, data);
+        store.limiter(|data| &mut data.memory);
+        let engine_error = |e: wasmi::Error| Error::Engine { backend: BACKEND, message: e.to_string() };
+
+        // A start function runs during instantiation, which cannot be resumed: it gets the
+        // whole fuel budget in one slice.
+        store.set_fuel(limits.fuel).map_err(engine_error)?;
+        // Fuel not yet handed to the store.
+        let mut budget = 0;
+        let end = match self.linker.instantiate_and_start(&mut store, &self.module) {
+            Err(error) => end_of(&error),
+            Ok(instance) => {
+                let start = instance
+                    .get_func(&store, "_start")
+                    .ok_or_else(|| Error::NotACommand { message: "no exported `_start` function".to_owned() })?;
+                budget = store.get_fuel().map_err(engine_error)?;
+                let first = budget.min(SLICE);
+                budget -= first;
+                store.set_fuel(first).map_err(engine_error)?;
+                let mut state = start.call_resumable(&mut store, &[], &mut []);
+                loop {
+                    match state {
+                        Ok(ResumableCall::Finished) => break EngineEnd::Returned,
+                        Ok(ResumableCall::HostTrap(trap)) => break end_of(&trap.into_host_error()),
+                        Err(error) => break end_of(&error),
+                        Ok(ResumableCall::OutOfFuel(out)) => {
+                            if Instant::now() >= deadline {
+                                store.data_mut().wasi.stopped(Stop::Limit(LimitKind::WallTime));
+                                break EngineEnd::Stopped;
+                            }
+                            let left = store.get_fuel().map_err(engine_error)?;
+                            let slice = budget.min(SLICE).max(out.required_fuel());
+                            if slice > budget || budget == 0 {
+                                break EngineEnd::OutOfFuel;
+                            }
+                            budget -= slice;
+                            store.set_fuel(left + slice).map_err(engine_error)?;
+                            state = out.resume(&mut store, &mut []);
+                        }
+                    }
+                }
+            }
+        };
+        // What is left is the fuel in the store plus the slices never handed out.
+        let left = store.get_fuel().unwrap_or(0);
+        let data = store.into_data();
+        let fuel_consumed = limits.fuel.saturating_sub(left + budget);
+        let enforced = EnforcedLimits {
+            memory: Enforcement::Exact,
+            wall_time: Enforcement::Periodic,
+            fuel: Enforcement::Exact,
+            output: Enforcement::Exact,
+            fds: Enforcement::Exact,
+        };
+        Ok(run::finish(call, data.wasi, end, &data.memory, fuel_consumed, enforced))
+    }
+}
