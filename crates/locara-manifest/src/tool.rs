@@ -1,0 +1,651 @@
+//! The tool manifest (`manifest.json`) and its parts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::json;
+use crate::{EffectiveLimits, Error, LimitsSpec, Sha256Hex, ToolName, ToolRef, Version};
+
+/// A tool's manifest: identity, artifact pin, declared capabilities, limits and I/O schemas.
+///
+/// This is the wire format of `manifest.json` (see `docs/SPEC-NOTES.md`). Unknown fields are
+/// errors. A manifest pins its wasm artifact by SHA-256, so a signature over the manifest's
+/// bytes covers the artifact too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "json-schema", schemars(title = "Locara tool manifest"))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolManifest {
+    /// Version of this manifest format; must be 1.
+    #[cfg_attr(feature = "json-schema", schemars(extend("const" = 1)))]
+    pub schema_version: u32,
+    /// The tool's id, e.g. `text.chunk`.
+    pub id: ToolName,
+    /// The tool's version (full semver, e.g. `0.1.0`).
+    pub version: Version,
+    /// Short human-readable name, e.g. `Text chunker`.
+    pub display_name: String,
+    /// What the tool does, written for the model that will call it.
+    pub description: String,
+    /// SPDX license expression of the tool, e.g. `Apache-2.0`.
+    pub license: String,
+    /// The wasm module this manifest pins.
+    pub artifact: Artifact,
+    /// Models the tool needs, each pinned by SHA-256.
+    #[serde(default)]
+    pub model_dependencies: Vec<ModelDependency>,
+    /// Named host services beyond WASI the tool needs (e.g. `llm.chat`); the app must grant each one.
+    #[serde(default)]
+    pub capability_requirements: Vec<String>,
+    /// The WASI capabilities the tool asks for; the app's grants decide what it gets.
+    #[serde(default)]
+    pub wasi_imports: WasiImports,
+    /// How much harm the tool can do; an app refuses tools above its `max_safety_tier`.
+    pub safety_tier: SafetyTier,
+    /// Resource limits; every field is optional and defaults apply.
+    #[serde(default)]
+    pub limits: LimitsSpec,
+    /// JSON Schema (2020-12) of the tool's argument object; must be a JSON object.
+    #[cfg_attr(feature = "json-schema", schemars(extend("type" = "object")))]
+    pub input_schema: serde_json::Value,
+    /// JSON Schema (2020-12) of the tool's result; must be a JSON object.
+    #[cfg_attr(feature = "json-schema", schemars(extend("type" = "object")))]
+    pub output_schema: serde_json::Value,
+    /// When the manifest was produced, as an RFC 3339 UTC timestamp (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validated_at: Option<String>,
+    /// What produced the manifest, e.g. `cargo xtask build-tools` (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validated_by: Option<String>,
+}
+
+impl ToolManifest {
+    /// The only `schema_version` this crate understands.
+    pub const SCHEMA_VERSION: u32 = 1;
+
+    /// A manifest with the given identity and artifact and every other field at its default:
+    /// `display_name` is the id, `description` and `license` are empty, no model dependencies,
+    /// no capability requirements, default WASI imports, `read_only`, default limits, and
+    /// `{"type": "object"}` for both schemas.
+    #[must_use]
+    pub fn new(id: ToolName, version: Version, artifact: Artifact) -> ToolManifest {
+        ToolManifest {
+            schema_version: Self::SCHEMA_VERSION,
+            display_name: id.to_string(),
+            id,
+            version,
+            description: String::new(),
+            license: String::new(),
+            artifact,
+            model_dependencies: Vec::new(),
+            capability_requirements: Vec::new(),
+            wasi_imports: WasiImports::default(),
+            safety_tier: SafetyTier::ReadOnly,
+            limits: LimitsSpec::default(),
+            input_schema: serde_json::json!({ "type": "object" }),
+            output_schema: serde_json::json!({ "type": "object" }),
+            validated_at: None,
+            validated_by: None,
+        }
+    }
+
+    /// Parses and validates a manifest.
+    ///
+    /// ```
+    /// use locara_manifest::{SafetyTier, ToolManifest};
+    ///
+    /// let manifest = ToolManifest::from_json(r#"{
+    ///   "schema_version": 1,
+    ///   "id": "text.chunk",
+    ///   "version": "0.1.0",
+    ///   "display_name": "Text chunker",
+    ///   "description": "Splits text into chunks.",
+    ///   "license": "Apache-2.0",
+    ///   "artifact": {
+    ///     "url": "text.chunk-0.1.0.wasm",
+    ///     "sha256": "0000000000000000000000000000000000000000000000000000000000000000",
+    ///     "size_bytes": 12345
+    ///   },
+    ///   "safety_tier": "read_only",
+    ///   "limits": { "memory_mb": 64 },
+    ///   "input_schema": { "type": "object" },
+    ///   "output_schema": { "type": "object" }
+    /// }"#)?;
+    /// assert_eq!(manifest.id.as_str(), "text.chunk");
+    /// assert_eq!(manifest.safety_tier, SafetyTier::ReadOnly);
+    /// assert_eq!(manifest.limits().memory_bytes, 64 * 1024 * 1024);
+    /// # Ok::<(), locara_manifest::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Returns [`Error::Json`] (with line, column and the parser's message) if the text is not a
+    /// well-formed manifest, including unknown fields and field values that break their own rule
+    /// (tool name, version, sha256). Returns the errors of [`ToolManifest::validate`] otherwise.
+    pub fn from_json(text: &str) -> Result<ToolManifest, Error> {
+        let manifest: ToolManifest = json::from_str("tool manifest", text)?;
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    /// Like [`ToolManifest::from_json`], for UTF-8 bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`ToolManifest::from_json`]; invalid UTF-8 is an [`Error::Json`].
+    pub fn from_slice(bytes: &[u8]) -> Result<ToolManifest, Error> {
+        let manifest: ToolManifest = json::from_slice("tool manifest", bytes)?;
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    /// Parses a manifest template and completes it with `artifact`.
+    ///
+    /// A template (`crates/locara-tools-builtin/manifests/<id>.json`) holds every field except
+    /// `artifact`, `validated_at` and `validated_by`; those three are rejected as unknown fields.
+    ///
+    /// # Errors
+    ///
+    /// As [`ToolManifest::from_json`], with `tool manifest template` in [`Error::Json`].
+    pub fn from_template_json(template: &str, artifact: Artifact) -> Result<ToolManifest, Error> {
+        let Template {
+            schema_version,
+            id,
+            version,
+            display_name,
+            description,
+            license,
+            model_dependencies,
+            capability_requirements,
+            wasi_imports,
+            safety_tier,
+            limits,
+            input_schema,
+            output_schema,
+        } = json::from_str("tool manifest template", template)?;
+        let manifest = ToolManifest {
+            schema_version,
+            id,
+            version,
+            display_name,
+            description,
+            license,
+            artifact,
+            model_dependencies,
+            capability_requirements,
+            wasi_imports,
+            safety_tier,
+            limits,
+            input_schema,
+            output_schema,
+            validated_at: None,
+            validated_by: None,
+        };
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    /// Serializes the manifest as pretty-printed JSON with a trailing newline.
+    ///
+    /// The output is deterministic (fields in declaration order, absent optional fields omitted),
+    /// so the same manifest value always yields the same bytes to sign.
+    #[must_use]
+    pub fn to_json_pretty(&self) -> String {
+        json::to_pretty(self)
+    }
+
+    /// Checks the rules that the JSON types alone do not enforce.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::UnsupportedVersion`] if `schema_version` is not 1.
+    /// - [`Error::LimitTooHigh`] / [`Error::LimitZero`] for a limit out of range.
+    /// - [`Error::SchemaNotObject`] if `input_schema` or `output_schema` is not an object.
+    /// - [`Error::EmptyField`] for an empty `artifact.url`, capability, or model dependency
+    ///   name or source.
+    /// - [`Error::InvalidNetHost`] for an empty host or one containing whitespace.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.schema_version != Self::SCHEMA_VERSION {
+            return Err(Error::UnsupportedVersion {
+                what: "tool manifest schema",
+                found: self.schema_version,
+                expected: Self::SCHEMA_VERSION,
+            });
+        }
+        self.limits.validate()?;
+        check_schema("input_schema", &self.input_schema)?;
+        check_schema("output_schema", &self.output_schema)?;
+        check_non_empty("artifact.url", &self.artifact.url)?;
+        for (i, dependency) in self.model_dependencies.iter().enumerate() {
+            check_non_empty(&format!("model_dependencies[{i}].name"), &dependency.name)?;
+            check_non_empty(
+                &format!("model_dependencies[{i}].source"),
+                &dependency.source,
+            )?;
+        }
+        for (i, capability) in self.capability_requirements.iter().enumerate() {
+            check_non_empty(&format!("capability_requirements[{i}]"), capability)?;
+        }
+        self.wasi_imports
+            .net
+            .validate("wasi_imports.net.allowed_hosts")?;
+        Ok(())
+    }
+
+    /// The limits a run of this tool gets: declared values with defaults filled in.
+    ///
+    /// A parsed manifest has been validated, so nothing is clamped. For a manifest built in code
+    /// with out-of-range limits, values are clamped into range (see
+    /// [`LimitsSpec::resolve_clamped`]).
+    #[must_use]
+    pub fn limits(&self) -> EffectiveLimits {
+        self.limits.resolve_clamped()
+    }
+
+    /// The exact reference `id@version` of this manifest.
+    #[must_use]
+    pub fn tool_ref(&self) -> ToolRef {
+        ToolRef::new(self.id.clone()).with_version(self.version.clone())
+    }
+
+    /// Sets `display_name`.
+    #[must_use]
+    pub fn with_display_name(mut self, display_name: impl Into<String>) -> ToolManifest {
+        self.display_name = display_name.into();
+        self
+    }
+
+    /// Sets `description`.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> ToolManifest {
+        self.description = description.into();
+        self
+    }
+
+    /// Sets `license`.
+    #[must_use]
+    pub fn with_license(mut self, license: impl Into<String>) -> ToolManifest {
+        self.license = license.into();
+        self
+    }
+
+    /// Sets `artifact`.
+    #[must_use]
+    pub fn with_artifact(mut self, artifact: Artifact) -> ToolManifest {
+        self.artifact = artifact;
+        self
+    }
+
+    /// Adds a model dependency.
+    #[must_use]
+    pub fn with_model_dependency(mut self, dependency: ModelDependency) -> ToolManifest {
+        self.model_dependencies.push(dependency);
+        self
+    }
+
+    /// Adds a capability requirement such as `llm.chat`.
+    #[must_use]
+    pub fn with_capability_requirement(mut self, capability: impl Into<String>) -> ToolManifest {
+        self.capability_requirements.push(capability.into());
+        self
+    }
+
+    /// Sets `wasi_imports`.
+    #[must_use]
+    pub fn with_wasi_imports(mut self, wasi_imports: WasiImports) -> ToolManifest {
+        self.wasi_imports = wasi_imports;
+        self
+    }
+
+    /// Sets `safety_tier`.
+    #[must_use]
+    pub fn with_safety_tier(mut self, safety_tier: SafetyTier) -> ToolManifest {
+        self.safety_tier = safety_tier;
+        self
+    }
+
+    /// Sets `limits`.
+    #[must_use]
+    pub fn with_limits(mut self, limits: LimitsSpec) -> ToolManifest {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets `input_schema`.
+    #[must_use]
+    pub fn with_input_schema(mut self, input_schema: serde_json::Value) -> ToolManifest {
+        self.input_schema = input_schema;
+        self
+    }
+
+    /// Sets `output_schema`.
+    #[must_use]
+    pub fn with_output_schema(mut self, output_schema: serde_json::Value) -> ToolManifest {
+        self.output_schema = output_schema;
+        self
+    }
+
+    /// Sets `validated_at` (an RFC 3339 UTC timestamp).
+    #[must_use]
+    pub fn with_validated_at(mut self, validated_at: impl Into<String>) -> ToolManifest {
+        self.validated_at = Some(validated_at.into());
+        self
+    }
+
+    /// Sets `validated_by`.
+    #[must_use]
+    pub fn with_validated_by(mut self, validated_by: impl Into<String>) -> ToolManifest {
+        self.validated_by = Some(validated_by.into());
+        self
+    }
+}
+
+/// The fields of a manifest template: a manifest without `artifact`, `validated_at` and
+/// `validated_by`. Destructured exhaustively in `from_template_json`, and the manifest is built
+/// with a struct literal, so a field added to either struct and not the other fails to compile.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Template {
+    schema_version: u32,
+    id: ToolName,
+    version: Version,
+    display_name: String,
+    description: String,
+    license: String,
+    #[serde(default)]
+    model_dependencies: Vec<ModelDependency>,
+    #[serde(default)]
+    capability_requirements: Vec<String>,
+    #[serde(default)]
+    wasi_imports: WasiImports,
+    safety_tier: SafetyTier,
+    #[serde(default)]
+    limits: LimitsSpec,
+    input_schema: serde_json::Value,
+    output_schema: serde_json::Value,
+}
+
+fn check_schema(field: &'static str, schema: &serde_json::Value) -> Result<(), Error> {
+    let found = match schema {
+        serde_json::Value::Object(_) => return Ok(()),
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+    };
+    Err(Error::SchemaNotObject { field, found })
+}
+
+pub(crate) fn check_non_empty(field: &str, value: &str) -> Result<(), Error> {
+    if value.trim().is_empty() {
+        return Err(Error::EmptyField {
+            field: field.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The wasm module a manifest pins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Artifact {
+    /// Where the module is, relative to the manifest; in a local registry this is the file name
+    /// `<id>-<version>.wasm`.
+    pub url: String,
+    /// SHA-256 of the module's bytes.
+    pub sha256: Sha256Hex,
+    /// Size of the module in bytes.
+    pub size_bytes: u64,
+}
+
+impl Artifact {
+    /// An artifact pin.
+    #[must_use]
+    pub fn new(url: impl Into<String>, sha256: Sha256Hex, size_bytes: u64) -> Artifact {
+        Artifact {
+            url: url.into(),
+            sha256,
+            size_bytes,
+        }
+    }
+}
+
+/// A model a tool needs, pinned by SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ModelDependency {
+    /// The model's name as the tool refers to it.
+    pub name: String,
+    /// Where the model comes from (a URL or a package name).
+    pub source: String,
+    /// SHA-256 of the model file.
+    pub sha256: Sha256Hex,
+    /// Size of the model file in bytes.
+    pub size_bytes: u64,
+    /// SPDX license expression of the model.
+    pub license: String,
+}
+
+impl ModelDependency {
+    /// A model dependency.
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        source: impl Into<String>,
+        sha256: Sha256Hex,
+        size_bytes: u64,
+        license: impl Into<String>,
+    ) -> ModelDependency {
+        ModelDependency {
+            name: name.into(),
+            source: source.into(),
+            sha256,
+            size_bytes,
+            license: license.into(),
+        }
+    }
+}
+
+/// The WASI capabilities a tool asks for. Asking is not getting: the app grants.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct WasiImports {
+    /// Filesystem access beyond the always-present per-call `/tmp`.
+    #[serde(default)]
+    pub fs: FsAccess,
+    /// Which standard streams the tool uses.
+    #[serde(default)]
+    pub stdio: Stdio,
+    /// Network hosts the tool needs.
+    #[serde(default)]
+    pub net: NetAccess,
+}
+
+impl WasiImports {
+    /// No user directory, all three standard streams, no network.
+    #[must_use]
+    pub fn new() -> WasiImports {
+        WasiImports::default()
+    }
+
+    /// Sets `fs`.
+    #[must_use]
+    pub fn with_fs(mut self, fs: FsAccess) -> WasiImports {
+        self.fs = fs;
+        self
+    }
+
+    /// Sets `stdio`.
+    #[must_use]
+    pub fn with_stdio(mut self, stdio: Stdio) -> WasiImports {
+        self.stdio = stdio;
+        self
+    }
+
+    /// Sets `net`.
+    #[must_use]
+    pub fn with_net(mut self, net: NetAccess) -> WasiImports {
+        self.net = net;
+        self
+    }
+}
+
+/// Filesystem access a tool asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct FsAccess {
+    /// Access to the user-selected directory, mounted at `/workspace` (default `none`).
+    #[serde(default)]
+    pub user_dir: UserDirAccess,
+}
+
+impl FsAccess {
+    /// No user directory.
+    #[must_use]
+    pub fn new() -> FsAccess {
+        FsAccess::default()
+    }
+
+    /// Sets `user_dir`.
+    #[must_use]
+    pub fn with_user_dir(mut self, user_dir: UserDirAccess) -> FsAccess {
+        self.user_dir = user_dir;
+        self
+    }
+}
+
+/// How a tool may use the user-selected directory (`/workspace`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum UserDirAccess {
+    /// No `/workspace` at all.
+    #[default]
+    None,
+    /// `/workspace` is mounted read-only.
+    Read,
+    /// `/workspace` is mounted read-write.
+    ReadWrite,
+}
+
+/// Which standard streams a tool uses. The tool ABI uses all three, so each defaults to `true`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Stdio {
+    /// The tool reads its argument object from stdin (default `true`).
+    #[serde(default = "yes")]
+    pub stdin: bool,
+    /// The tool writes its result to stdout (default `true`).
+    #[serde(default = "yes")]
+    pub stdout: bool,
+    /// The tool writes its error message to stderr (default `true`).
+    #[serde(default = "yes")]
+    pub stderr: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Stdio {
+    fn default() -> Stdio {
+        Stdio {
+            stdin: true,
+            stdout: true,
+            stderr: true,
+        }
+    }
+}
+
+impl Stdio {
+    /// All three streams.
+    #[must_use]
+    pub fn new() -> Stdio {
+        Stdio::default()
+    }
+
+    /// Sets `stdin`.
+    #[must_use]
+    pub fn with_stdin(mut self, stdin: bool) -> Stdio {
+        self.stdin = stdin;
+        self
+    }
+
+    /// Sets `stdout`.
+    #[must_use]
+    pub fn with_stdout(mut self, stdout: bool) -> Stdio {
+        self.stdout = stdout;
+        self
+    }
+
+    /// Sets `stderr`.
+    #[must_use]
+    pub fn with_stderr(mut self, stderr: bool) -> Stdio {
+        self.stderr = stderr;
+        self
+    }
+}
+
+/// Network hosts: asked for by a tool (`wasi_imports.net`) or granted by an app (`grants.net`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct NetAccess {
+    /// Host names, e.g. `api.example.com`; empty means no network (the default).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
+impl NetAccess {
+    /// No network.
+    #[must_use]
+    pub fn new() -> NetAccess {
+        NetAccess::default()
+    }
+
+    /// Adds a host.
+    #[must_use]
+    pub fn with_host(mut self, host: impl Into<String>) -> NetAccess {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    pub(crate) fn validate(&self, field: &str) -> Result<(), Error> {
+        for (i, host) in self.allowed_hosts.iter().enumerate() {
+            if host.is_empty() || host.chars().any(char::is_whitespace) {
+                return Err(Error::InvalidNetHost {
+                    field: format!("{field}[{i}]"),
+                    host: host.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How much harm a tool can do. Ordered: `ReadOnly < SideEffecting < Privileged`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SafetyTier {
+    /// Reads its inputs (and at most a read-only `/workspace`); changes nothing outside the call.
+    ReadOnly,
+    /// May change the user's files or the outside world (writes, network requests).
+    SideEffecting,
+    /// Needs host services or access that deserve explicit review (e.g. running commands).
+    Privileged,
+}
