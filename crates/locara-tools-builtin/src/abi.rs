@@ -1,0 +1,314 @@
+//! The tool ABI shared by every built-in tool (see `docs/SPEC-NOTES.md`).
+//!
+//! A tool reads one JSON object from stdin and writes one JSON value to stdout with exit code 0.
+//! On failure it writes a one-line, actionable message to stderr and exits with
+//! 1 ([`ErrorKind::Failed`]) or 2 ([`ErrorKind::BadArgs`]).
+//!
+//! This module also maps user paths onto the guest's `/workspace` preopen.
+//! It deliberately does not resolve `..`: jailing is the host's job.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+#[cfg(test)]
+mod tests;
+
+/// Where the user-selected directory is mounted inside the guest.
+pub const WORKSPACE: &str = "/workspace";
+
+/// Why a tool did not produce a result; decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The tool ran and failed (exit code 1), e.g. an I/O error.
+    Failed,
+    /// The arguments were unusable even though they passed the schema (exit code 2),
+    /// e.g. a missing file or an ambiguous edit.
+    BadArgs,
+}
+
+impl ErrorKind {
+    /// The process exit code for this kind of error.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Failed => 1,
+            ErrorKind::BadArgs => 2,
+        }
+    }
+}
+
+/// A tool error: a kind and a one-line message written for the caller (usually an LLM).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl ToolError {
+    /// An error of the given kind.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
+        ToolError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The tool ran and failed (exit code 1).
+    pub fn failed(message: impl Into<String>) -> ToolError {
+        ToolError::new(ErrorKind::Failed, message)
+    }
+
+    /// The arguments were unusable (exit code 2).
+    pub fn bad_args(message: impl Into<String>) -> ToolError {
+        ToolError::new(ErrorKind::BadArgs, message)
+    }
+
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message, as written to stderr.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// Runs a tool that needs no filesystem: stdin JSON in, stdout JSON out, then exits.
+///
+/// Bad JSON on stdin exits with code 2; a [`ToolError`] exits with its kind's code.
+pub fn main_with(f: impl FnOnce(Value) -> Result<Value, ToolError>) -> ! {
+    let code = match read_input().and_then(f).and_then(write_output) {
+        Ok(()) => 0,
+        Err(err) => {
+            write_error(&err);
+            err.kind().exit_code()
+        }
+    };
+    std::process::exit(code)
+}
+
+/// Like [`main_with`], for a tool that works on the workspace: passes [`tool_root`] along.
+///
+/// If the workspace is not mounted (the user selected no directory, or the app did not grant
+/// one), the tool fails with a message saying so instead of a confusing "not found".
+pub fn main_with_root(f: impl FnOnce(&Path, Value) -> Result<Value, ToolError>) -> ! {
+    let root = tool_root();
+    main_with(|input| {
+        if !root.is_dir() {
+            return Err(ToolError::failed(format!(
+                "no workspace directory is available at {}: the user has not selected one for this tool, or the app has not granted it; ask the user to select a directory",
+                root.display()
+            )));
+        }
+        f(&root, input)
+    })
+}
+
+/// The directory that user paths are relative to: `/workspace`.
+///
+/// Natively built binaries (not wasm) honour `LOCARA_TOOL_ROOT` so they can be smoke-tested.
+pub fn tool_root() -> PathBuf {
+    #[cfg(not(target_os = "wasi"))]
+    if let Some(root) = std::env::var_os("LOCARA_TOOL_ROOT") {
+        return PathBuf::from(root);
+    }
+    PathBuf::from(WORKSPACE)
+}
+
+fn read_input() -> Result<Value, ToolError> {
+    let mut buf = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut buf)
+        .map_err(|e| ToolError::failed(format!("cannot read the arguments from stdin: {e}")))?;
+    serde_json::from_slice(&buf)
+        .map_err(|e| ToolError::bad_args(format!("the arguments on stdin are not valid JSON: {e}")))
+}
+
+fn write_output(value: Value) -> Result<(), ToolError> {
+    let mut bytes = serde_json::to_vec(&value)
+        .map_err(|e| ToolError::failed(format!("cannot encode the result as JSON: {e}")))?;
+    bytes.push(b'\n');
+    let mut out = io::stdout().lock();
+    out.write_all(&bytes)
+        .and_then(|()| out.flush())
+        .map_err(|e| ToolError::failed(format!("cannot write the result to stdout: {e}")))
+}
+
+fn write_error(err: &ToolError) {
+    let line = one_line(err.message());
+    let mut stderr = io::stderr().lock();
+    // Nothing useful is left to do if stderr itself is broken.
+    let _ = writeln!(stderr, "{line}").and_then(|()| stderr.flush());
+}
+
+/// Collapses a possibly multi-line message into one line.
+pub(crate) fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Deserializes the tool's arguments, turning serde errors into [`ErrorKind::BadArgs`].
+///
+/// # Errors
+/// Returns a bad-arguments error naming the offending field.
+pub fn parse_args<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+    if !input.is_object() {
+        return Err(ToolError::bad_args(format!(
+            "the arguments must be a JSON object, got {}",
+            json_type(&input)
+        )));
+    }
+    serde_json::from_value(input)
+        .map_err(|e| ToolError::bad_args(format!("invalid arguments: {e}")))
+}
+
+/// Serializes a tool's output.
+///
+/// # Errors
+/// Returns a failed error if the value cannot be represented as JSON (not expected).
+pub fn to_output<T: Serialize>(output: &T) -> Result<Value, ToolError> {
+    serde_json::to_value(output)
+        .map_err(|e| ToolError::failed(format!("cannot encode the result as JSON: {e}")))
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A user path resolved against the tool root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspacePath {
+    /// The path to open, under the tool root.
+    pub full: PathBuf,
+    /// The path relative to the workspace, as reported back to the caller (`.` for the root).
+    pub display: String,
+}
+
+impl WorkspacePath {
+    /// The display path of a child entry named `name`.
+    pub fn child_display(&self, name: &str) -> String {
+        join_display(&self.display, name)
+    }
+
+    /// Whether this is the workspace root itself.
+    pub fn is_root(&self) -> bool {
+        self.display == "."
+    }
+}
+
+/// Joins a display path and a relative suffix, treating `.` as empty.
+pub(crate) fn join_display(base: &str, name: &str) -> String {
+    if base == "." {
+        name.to_owned()
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
+/// Maps a user path onto the tool root.
+///
+/// Accepts a path relative to the workspace (`src/main.rs`, `./src`, `.`) or an absolute
+/// path under `/workspace`. `..` is passed through untouched: the host jails the guest.
+///
+/// # Errors
+/// Returns a bad-arguments error for an empty path or an absolute path outside `/workspace`.
+pub fn resolve_path(root: &Path, user: &str) -> Result<WorkspacePath, ToolError> {
+    if user.trim().is_empty() {
+        return Err(ToolError::bad_args(
+            "the path is empty; pass a path relative to the workspace, e.g. \"src/main.rs\", or \".\" for the workspace itself",
+        ));
+    }
+    if user.contains('\0') {
+        return Err(ToolError::bad_args("the path contains a NUL character"));
+    }
+    let relative = if let Some(rest) = user.strip_prefix(WORKSPACE) {
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return Err(outside_workspace(user));
+        }
+        rest
+    } else if user.starts_with('/') {
+        return Err(outside_workspace(user));
+    } else {
+        user
+    };
+    let display = normalize_display(relative);
+    let full = if display == "." {
+        root.to_path_buf()
+    } else {
+        root.join(&display)
+    };
+    Ok(WorkspacePath { full, display })
+}
+
+fn outside_workspace(user: &str) -> ToolError {
+    ToolError::bad_args(format!(
+        "the path \"{user}\" is outside the workspace; pass a path relative to the workspace (e.g. \"src/main.rs\") or an absolute path starting with {WORKSPACE}/"
+    ))
+}
+
+/// Drops empty and `.` components; keeps `..` (the host jails).
+fn normalize_display(relative: &str) -> String {
+    let parts: Vec<&str> = relative
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// Turns an I/O error into an actionable tool error.
+///
+/// `action` is a verb phrase such as "read" and `display` the path as the caller knows it.
+/// Errors the caller can fix by changing the arguments (not found, wrong kind of file)
+/// are [`ErrorKind::BadArgs`]; everything else is [`ErrorKind::Failed`].
+pub fn io_error(err: &io::Error, action: &str, display: &str) -> ToolError {
+    match err.kind() {
+        io::ErrorKind::NotFound => ToolError::bad_args(format!(
+            "cannot {action} \"{display}\": no such file or directory; use filesystem.list or filesystem.search to find the right path"
+        )),
+        io::ErrorKind::PermissionDenied => {
+            ToolError::failed(format!("cannot {action} \"{display}\": permission denied"))
+        }
+        io::ErrorKind::ReadOnlyFilesystem => ToolError::failed(format!(
+            "cannot {action} \"{display}\": the workspace is mounted read-only for this tool"
+        )),
+        io::ErrorKind::IsADirectory => {
+            ToolError::bad_args(format!("cannot {action} \"{display}\": it is a directory"))
+        }
+        io::ErrorKind::NotADirectory => ToolError::bad_args(format!(
+            "cannot {action} \"{display}\": a component of the path is a file, not a directory"
+        )),
+        io::ErrorKind::AlreadyExists => {
+            ToolError::bad_args(format!("cannot {action} \"{display}\": it already exists"))
+        }
+        _ => ToolError::failed(format!("cannot {action} \"{display}\": {err}")),
+    }
+}

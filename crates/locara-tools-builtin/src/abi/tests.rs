@@ -1,0 +1,168 @@
+//! Tests for the tool ABI helpers: path mapping, argument parsing and error shaping.
+
+use std::io;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::*;
+
+fn resolve(user: &str) -> Result<(String, String), ToolError> {
+    resolve_path(Path::new("/root/ws"), user).map(|p| (p.full.display().to_string(), p.display))
+}
+
+#[test]
+fn relative_paths_land_under_the_root() {
+    assert_eq!(
+        resolve("src/main.rs").unwrap(),
+        ("/root/ws/src/main.rs".into(), "src/main.rs".into())
+    );
+    assert_eq!(
+        resolve("./src//lib.rs/").unwrap(),
+        ("/root/ws/src/lib.rs".into(), "src/lib.rs".into())
+    );
+    assert_eq!(resolve(".").unwrap(), ("/root/ws".into(), ".".into()));
+    assert_eq!(resolve("./").unwrap(), ("/root/ws".into(), ".".into()));
+}
+
+#[test]
+fn absolute_workspace_paths_are_accepted() {
+    assert_eq!(
+        resolve("/workspace").unwrap(),
+        ("/root/ws".into(), ".".into())
+    );
+    assert_eq!(
+        resolve("/workspace/").unwrap(),
+        ("/root/ws".into(), ".".into())
+    );
+    assert_eq!(
+        resolve("/workspace/a/b.txt").unwrap(),
+        ("/root/ws/a/b.txt".into(), "a/b.txt".into())
+    );
+}
+
+#[test]
+fn dotdot_is_left_for_the_host_to_jail() {
+    assert_eq!(
+        resolve("../x").unwrap(),
+        ("/root/ws/../x".into(), "../x".into())
+    );
+}
+
+#[test]
+fn other_absolute_paths_are_rejected() {
+    for path in ["/etc/passwd", "/workspacefoo/x", "/tmp", "/"] {
+        let err = resolve(path).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadArgs);
+        assert!(err.message().contains("outside the workspace"), "{err}");
+        assert!(err.message().contains(path), "{err}");
+    }
+}
+
+#[test]
+fn empty_and_nul_paths_are_rejected() {
+    assert!(
+        resolve("")
+            .unwrap_err()
+            .message()
+            .starts_with("the path is empty")
+    );
+    assert!(
+        resolve("  ")
+            .unwrap_err()
+            .message()
+            .starts_with("the path is empty")
+    );
+    assert!(resolve("a\0b").unwrap_err().message().contains("NUL"));
+}
+
+#[test]
+fn child_display_skips_the_dot() {
+    let root = resolve_path(Path::new("/r"), ".").unwrap();
+    assert_eq!(root.child_display("a/b"), "a/b");
+    assert!(root.is_root());
+    let sub = resolve_path(Path::new("/r"), "src").unwrap();
+    assert_eq!(sub.child_display("a"), "src/a");
+    assert!(!sub.is_root());
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "only deserialized")]
+struct Probe {
+    path: String,
+    #[serde(default)]
+    n: u32,
+}
+
+#[test]
+fn parse_args_reports_the_offending_field() {
+    let err = parse_args::<Probe>(json!({})).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadArgs);
+    assert_eq!(err.message(), "invalid arguments: missing field `path`");
+
+    let err = parse_args::<Probe>(json!({"path": "a", "bogus": 1})).unwrap_err();
+    assert!(
+        err.message()
+            .starts_with("invalid arguments: unknown field `bogus`"),
+        "{err}"
+    );
+
+    let err = parse_args::<Probe>(json!({"path": "a", "n": -1})).unwrap_err();
+    assert!(
+        err.message().contains("invalid value: integer `-1`"),
+        "{err}"
+    );
+
+    let err = parse_args::<Probe>(json!(["path"])).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "the arguments must be a JSON object, got an array"
+    );
+}
+
+#[test]
+fn io_errors_map_to_kinds_and_hints() {
+    let err = io_error(&io::Error::from(io::ErrorKind::NotFound), "read", "a.txt");
+    assert_eq!(err.kind(), ErrorKind::BadArgs);
+    assert!(
+        err.message()
+            .starts_with("cannot read \"a.txt\": no such file or directory; use filesystem.list")
+    );
+
+    let err = io_error(
+        &io::Error::from(io::ErrorKind::PermissionDenied),
+        "write",
+        "a.txt",
+    );
+    assert_eq!(err.kind(), ErrorKind::Failed);
+    assert_eq!(err.message(), "cannot write \"a.txt\": permission denied");
+
+    let err = io_error(
+        &io::Error::from(io::ErrorKind::ReadOnlyFilesystem),
+        "write",
+        "a",
+    );
+    assert!(err.message().contains("read-only"), "{err}");
+
+    let err = io_error(&io::Error::other("disk on fire"), "read", "a");
+    assert_eq!(err.kind(), ErrorKind::Failed);
+    assert_eq!(err.message(), "cannot read \"a\": disk on fire");
+}
+
+#[test]
+fn exit_codes_follow_the_abi() {
+    assert_eq!(ErrorKind::Failed.exit_code(), 1);
+    assert_eq!(ErrorKind::BadArgs.exit_code(), 2);
+    assert_eq!(ToolError::failed("x").to_string(), "x");
+}
+
+#[test]
+fn one_line_collapses_multi_line_messages() {
+    assert_eq!(
+        one_line("regex parse error:\n    (a\n    ^\nerror: unclosed group\n"),
+        "regex parse error: (a ^ error: unclosed group"
+    );
+    assert_eq!(one_line("plain"), "plain");
+}

@@ -1,0 +1,57 @@
+//! Locara's built-in tools: guest code, compiled to one `wasm32-wasip1` command module per tool.
+//!
+//! Each tool is a cargo bin (`src/bin/<bin>.rs`, the tool id with dots turned into dashes)
+//! that only hands a function from this library to [`abi::main_with`] or
+//! [`abi::main_with_root`]. The logic lives here so it also builds and is unit-tested on the
+//! host, against real temporary directories instead of `/workspace`.
+//!
+//! This crate sits outside the host's layers: no host crate depends on it, and it knows
+//! nothing about manifests, registries or sandboxes. The manifest templates for the tools
+//! live next to it in `manifests/<id>.json`. It spawns no threads (wasip1 cannot), and it
+//! does not defend against `..` in paths: the host jails every guest.
+//!
+//! | tool id              | bin                  | function               |
+//! |----------------------|----------------------|------------------------|
+//! | `filesystem.read`    | `filesystem-read`    | [`filesystem_read`]    |
+//! | `filesystem.write`   | `filesystem-write`   | [`filesystem_write`]   |
+//! | `filesystem.list`    | `filesystem-list`    | [`filesystem_list`]    |
+//! | `filesystem.search`  | `filesystem-search`  | [`filesystem_search`]  |
+//! | `file.edit`          | `file-edit`          | [`file_edit`]          |
+//! | `bash.read-only`     | `bash-read-only`     | [`bash_read_only`]     |
+//! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
+
+pub mod abi;
+
+mod bash_read_only;
+mod file_edit;
+mod filesystem_list;
+mod filesystem_read;
+mod filesystem_search;
+mod filesystem_write;
+mod glob;
+mod text_chunk;
+mod walk;
+
+#[cfg(test)]
+mod tests;
+
+pub use crate::{
+    bash_read_only::run as bash_read_only, file_edit::run as file_edit,
+    filesystem_list::run as filesystem_list, filesystem_read::run as filesystem_read,
+    filesystem_search::run as filesystem_search, filesystem_write::run as filesystem_write,
+    text_chunk::run as text_chunk,
+};
+
+/// Condenses a (multi-line) regex error into its last, most specific line.
+pub(crate) fn regex_error(err: &regex::Error) -> String {
+    match err {
+        regex::Error::Syntax(text) => text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.trim().trim_start_matches("error: ").to_owned())
+            .unwrap_or_else(|| abi::one_line(text)),
+        regex::Error::CompiledTooBig(_) => "the pattern is too large once compiled".to_owned(),
+        other => abi::one_line(&other.to_string()),
+    }
+}

@@ -1,0 +1,164 @@
+//! Consistency checks between the manifest templates in `manifests/` and the tool bins.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every manifest template, as `(file stem, parsed JSON)`.
+fn manifests() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(crate_dir().join("manifests")).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        assert_eq!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("json"),
+            "{path:?}"
+        );
+        let json: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{path:?} is not valid JSON: {e}"));
+        out.push((stem, json));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn bins() -> BTreeSet<String> {
+    fs::read_dir(crate_dir().join("src/bin"))
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn every_manifest_has_a_bin_and_every_bin_a_manifest() {
+    let ids: BTreeSet<String> = manifests()
+        .into_iter()
+        .map(|(stem, _)| stem.replace('.', "-"))
+        .collect();
+    assert_eq!(ids, bins());
+    assert_eq!(ids.len(), 7);
+}
+
+#[test]
+fn manifest_templates_follow_the_spec_notes() {
+    for (stem, m) in manifests() {
+        assert_eq!(m["id"], stem.as_str());
+        assert_eq!(m["schema_version"], 1, "{stem}");
+        assert_eq!(m["version"], "0.1.0", "{stem}");
+        assert_eq!(m["license"], "Apache-2.0", "{stem}");
+        for filled_in_by_xtask in ["artifact", "validated_at", "validated_by"] {
+            assert!(
+                m.get(filled_in_by_xtask).is_none(),
+                "{stem} must not set {filled_in_by_xtask}"
+            );
+        }
+        let user_dir = m["wasi_imports"]["fs"]["user_dir"].as_str().unwrap();
+        let tier = m["safety_tier"].as_str().unwrap();
+        match user_dir {
+            "read_write" => assert_eq!(tier, "side_effecting", "{stem}"),
+            "read" | "none" => assert_eq!(tier, "read_only", "{stem}"),
+            other => panic!("{stem}: unknown user_dir {other}"),
+        }
+        assert_eq!(
+            m["wasi_imports"]["net"]["allowed_hosts"],
+            serde_json::json!([]),
+            "{stem}"
+        );
+        assert!(
+            m["description"].as_str().unwrap().len() > 100,
+            "{stem}: describe the tool for an LLM"
+        );
+        for key in ["input_schema", "output_schema"] {
+            check_schema(&m[key], &format!("{stem}.{key}"));
+        }
+        assert_eq!(
+            m["input_schema"]["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+    }
+}
+
+/// Every object is closed and every property is described.
+fn check_schema(schema: &Value, at: &str) {
+    if schema["type"] == "object" {
+        assert_eq!(schema["additionalProperties"], false, "{at}");
+        let props = schema["properties"].as_object().unwrap();
+        for required in schema["required"].as_array().unwrap() {
+            assert!(
+                props.contains_key(required.as_str().unwrap()),
+                "{at}: {required}"
+            );
+        }
+        for (name, prop) in props {
+            assert!(
+                prop["description"].is_string(),
+                "{at}.{name} has no description"
+            );
+            check_schema(prop, &format!("{at}.{name}"));
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        check_schema(items, &format!("{at}[]"));
+    }
+}
+
+/// The defaults a schema advertises are the ones the tool applies.
+#[test]
+fn schema_defaults_match_the_code() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("f.txt"), "x").unwrap();
+    let schema = |id: &str| -> Value {
+        let path = crate_dir().join("manifests").join(format!("{id}.json"));
+        serde_json::from_str::<Value>(&fs::read_to_string(path).unwrap()).unwrap()["input_schema"]["properties"].clone()
+    };
+    let read = schema("filesystem.read");
+    assert_eq!(
+        read["max_bytes"]["default"],
+        super::filesystem_read::DEFAULT_MAX_BYTES
+    );
+    assert_eq!(
+        read["max_bytes"]["maximum"],
+        super::filesystem_read::MAX_MAX_BYTES
+    );
+    let list = schema("filesystem.list");
+    assert_eq!(
+        list["max_depth"]["maximum"],
+        super::filesystem_list::MAX_DEPTH
+    );
+    assert_eq!(
+        list["max_entries"]["maximum"],
+        super::filesystem_list::MAX_ENTRIES
+    );
+    let search = schema("filesystem.search");
+    assert_eq!(
+        search["max_results"]["maximum"],
+        super::filesystem_search::MAX_RESULTS
+    );
+    let chunk = schema("text.chunk");
+    assert_eq!(
+        chunk["max_chars"]["maximum"],
+        super::text_chunk::MAX_MAX_CHARS
+    );
+
+    // Running with only the required fields gives the documented defaults' behaviour.
+    let root: &Path = dir.path();
+    let out = super::filesystem_list(root, serde_json::json!({})).unwrap();
+    assert_eq!(out["entries"][0]["path"], "f.txt");
+    let out = super::text_chunk(serde_json::json!({"text": "a".repeat(1001)})).unwrap();
+    assert_eq!(out["count"], 2, "max_chars defaults to 1000");
+}
