@@ -48,6 +48,12 @@ fn main() {
     let mut code = String::new();
     writeln!(code, "/// Where the adversarial probe guest was built.").unwrap();
     writeln!(code, "pub const PROBE: &str = {:?};", out_dir.join("locara-probe.wasm").display().to_string()).unwrap();
+    writeln!(
+        code,
+        "/// The probe's manifest template.\npub const PROBE_MANIFEST: &str = {:?};",
+        root.join("crates/locara-test-guests/manifests/test.probe.json").display().to_string()
+    )
+    .unwrap();
     writeln!(code, "/// The directory holding the built-in tools' manifest templates.").unwrap();
     writeln!(code, "pub const MANIFESTS_DIR: &str = {:?};", manifests.display().to_string()).unwrap();
     writeln!(code, "/// Every built-in tool as `(id, wasm path, manifest template path)`.").unwrap();

@@ -1,5 +1,79 @@
-//! Paths of the guest modules this crate's build script compiled from source, for tests.
+//! Guest modules built from source for tests, and a ready-made Locara home to run them from.
 //!
-//! Depend on it as a dev-dependency; it has no runtime code.
+//! The build script compiles every guest (the built-in tools and the adversarial probe) for
+//! `wasm32-wasip1`; [`TOOLS`] and [`PROBE`] say where. [`TestHome`] publishes them, signed by a
+//! fresh key, into a temporary home laid out as `locara-facade` expects. Depend on this crate
+//! as a dev-dependency only.
+
+use std::path::{Path, PathBuf};
+
+use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, generate_keypair, prepare_manifest};
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
+
+/// A temporary Locara home (`registry/`, `cache/`, `trust/`) with every built-in tool and the
+/// probe (`test.probe`) published and signed by a fresh key that `trust/` trusts.
+#[derive(Debug)]
+pub struct TestHome {
+    dir: tempfile::TempDir,
+    /// The key that signed every tool.
+    pub key: SigningKey,
+}
+
+impl TestHome {
+    /// Builds the home; panics on any failure (this is test setup).
+    pub fn new() -> TestHome {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let key = generate_keypair("locara-tests").expect("key");
+        let trust = dir.path().join("trust");
+        std::fs::create_dir_all(&trust).expect("trust dir");
+        key.public_key().write_file(&trust.join("locara-tests.pub.json")).expect("public key");
+        let home = TestHome { dir, key };
+        let registry = home.registry();
+        let probe = [("test.probe", PROBE, PROBE_MANIFEST)];
+        for (id, wasm, template) in TOOLS.iter().chain(&probe) {
+            home.publish(&registry, Path::new(wasm), Path::new(template))
+                .unwrap_or_else(|e| panic!("publishing {id}: {e}"));
+        }
+        home
+    }
+
+    /// The home directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `<home>/registry`.
+    pub fn registry_dir(&self) -> PathBuf {
+        self.path().join("registry")
+    }
+
+    /// A registry over this home that trusts the test key (and has no lockfile).
+    pub fn registry(&self) -> Registry {
+        let trust = TrustStore::new().with_key(self.key.public_key().clone());
+        Registry::new(RegistryConfig::new(self.registry_dir()).with_cache_dir(self.path().join("cache")).with_trust(trust))
+            .expect("registry")
+    }
+
+    /// Publishes one module with its manifest template, signed by the test key.
+    ///
+    /// # Errors
+    /// As [`Registry::publish`], or when a file cannot be read.
+    pub fn publish(&self, registry: &Registry, wasm: &Path, template: &Path) -> Result<(), locara_registry::Error> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| locara_registry::Error::Io { action: "read", path, source }
+        };
+        let wasm = std::fs::read(wasm).map_err(io(wasm))?;
+        let template = std::fs::read_to_string(template).map_err(io(template))?;
+        let manifest = prepare_manifest(&template, &wasm)?;
+        registry.publish(&manifest, &wasm, &self.key)?;
+        Ok(())
+    }
+}
+
+impl Default for TestHome {
+    fn default() -> TestHome {
+        TestHome::new()
+    }
+}

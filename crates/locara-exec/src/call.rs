@@ -1,0 +1,191 @@
+//! The request and response types that flow through the pipeline.
+
+use std::{future::Future, path::PathBuf, pin::Pin, time::Duration};
+
+use locara_manifest::{EffectiveLimits, ToolRef};
+use locara_registry::VerifiedArtifact;
+use locara_sandbox::{DirPerms, EnforcedLimits};
+use serde_json::Value;
+
+use crate::SchemaViolation;
+
+/// A call as a host or an agent makes it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ToolCall {
+    /// `id` or `id@version`, as given; [`ValidateId`](crate::ValidateId) parses it.
+    pub tool: String,
+    /// The tool's arguments: a JSON object checked against its `input_schema`.
+    pub arguments: Value,
+    /// The directory the user selected for this call, if any.
+    ///
+    /// The tool sees it at `/workspace` only if its manifest declares a user directory and the
+    /// app granted a directory that contains this one.
+    pub workspace: Option<PathBuf>,
+}
+
+impl ToolCall {
+    /// A call of `tool` with `arguments` and no workspace.
+    pub fn new(tool: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall { tool: tool.into(), arguments, workspace: None }
+    }
+
+    /// Selects the directory the tool sees at `/workspace`.
+    pub fn with_workspace(mut self, dir: impl Into<PathBuf>) -> ToolCall {
+        self.workspace = Some(dir.into());
+        self
+    }
+}
+
+/// A call whose tool reference parsed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ParsedCall {
+    /// The tool, with or without a version.
+    pub tool: ToolRef,
+    /// The arguments, unchecked.
+    pub arguments: Value,
+    /// The directory the user selected, unchecked.
+    pub workspace: Option<PathBuf>,
+}
+
+/// A call whose tool was found and verified.
+///
+/// Every layer below [`Resolve`](crate::Resolve) works on this type, so nothing downstream
+/// can see an unverified tool.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ResolvedCall {
+    /// The verified tool: its manifest and its wasm.
+    pub artifact: VerifiedArtifact,
+    /// The arguments; checked once [`ValidateInput`](crate::ValidateInput) passed.
+    pub arguments: Value,
+    /// The directory the user selected, unchecked.
+    pub workspace: Option<PathBuf>,
+    /// What the composition rule granted. Starts empty; only
+    /// [`CheckCapabilities`](crate::CheckCapabilities) fills it in.
+    pub grant: Grant,
+}
+
+impl ResolvedCall {
+    /// A call of a verified tool, with nothing granted yet.
+    pub fn new(artifact: VerifiedArtifact, arguments: Value, workspace: Option<PathBuf>) -> ResolvedCall {
+        ResolvedCall { artifact, arguments, workspace, grant: Grant::default() }
+    }
+}
+
+/// What a call may touch beyond the sandbox's defaults.
+///
+/// It can only be built inside this crate, by [`CheckCapabilities`](crate::CheckCapabilities),
+/// so the default, nothing, is what a call gets when the check did not run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grant {
+    pub(crate) workspace: Option<(PathBuf, DirPerms)>,
+}
+
+impl Grant {
+    /// The directory the tool sees at `/workspace`, and whether it may write there.
+    pub fn workspace(&self) -> Option<(&PathBuf, DirPerms)> {
+        self.workspace.as_ref().map(|(p, perms)| (p, *perms))
+    }
+}
+
+/// The result of a call that ran.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ToolResult {
+    /// The tool that ran, always with its version.
+    pub tool: ToolRef,
+    /// The tool's JSON output, when it produced valid JSON.
+    pub output: Option<Value>,
+    /// Why the call failed, if it did.
+    pub failure: Option<ToolFailure>,
+    /// What the tool wrote to stderr (at most 64 KiB, lossy UTF-8).
+    pub stderr: String,
+    /// Set when [`CapOutput`](crate::CapOutput) cut the output.
+    pub truncation: Option<Truncation>,
+    /// How the call ran.
+    pub stats: RunStats,
+}
+
+impl ToolResult {
+    /// Whether the call failed.
+    pub fn is_error(&self) -> bool {
+        self.failure.is_some()
+    }
+}
+
+/// Why a call that ran failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolFailure {
+    /// What kind of failure.
+    pub kind: FailureKind,
+    /// What happened, in a sentence.
+    pub message: String,
+    /// What the caller can do about it, in a sentence.
+    pub hint: String,
+    /// For [`FailureKind::InvalidOutput`]: where the output broke its schema.
+    pub violations: Vec<SchemaViolation>,
+}
+
+/// The kinds of [`ToolFailure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The tool reported an error: it exited with this non-zero code.
+    ToolError {
+        /// The exit code.
+        exit_code: i32,
+    },
+    /// The tool exceeded a limit and was stopped; the name is the limit's, e.g. `fuel`.
+    LimitExceeded {
+        /// The limit's name.
+        limit: &'static str,
+    },
+    /// The tool crashed (a trap, such as a panic).
+    Crashed,
+    /// The tool's output was not JSON, or broke its `output_schema`.
+    InvalidOutput,
+}
+
+impl FailureKind {
+    /// A stable snake_case name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FailureKind::ToolError { .. } => "tool_error",
+            FailureKind::LimitExceeded { .. } => "limit_exceeded",
+            FailureKind::Crashed => "crashed",
+            FailureKind::InvalidOutput => "invalid_output",
+        }
+    }
+}
+
+/// How much of the output [`CapOutput`](crate::CapOutput) removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Truncation {
+    /// The output's size as the tool produced it, in bytes of compact JSON.
+    pub original_bytes: usize,
+    /// The size returned.
+    pub returned_bytes: usize,
+}
+
+/// How a call ran.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunStats {
+    /// Which engine ran it.
+    pub engine: String,
+    /// Wall-clock time in the sandbox, instantiation included.
+    pub elapsed: Duration,
+    /// Fuel consumed.
+    pub fuel_consumed: u64,
+    /// The limits the call ran under.
+    pub limits: EffectiveLimits,
+    /// How each limit was enforced on this engine.
+    pub enforced: EnforcedLimits,
+}
+
+/// The future every pipeline service returns.
+pub type CallFuture = Pin<Box<dyn Future<Output = Result<ToolResult, crate::ExecError>> + Send + 'static>>;

@@ -1,0 +1,143 @@
+//! Keeps a tool's output within what the caller (often an LLM's context window) can take.
+
+mod layer;
+
+use std::task::{Context, Poll};
+
+use serde_json::Value;
+use tower::Service;
+
+pub use self::layer::CapOutputLayer;
+use crate::{CallFuture, ExecError, ResolvedCall, ToolResult, Truncation};
+
+/// Cuts the longest strings of an output larger than the cap, each with a marker that says
+/// how much was kept, so that the output stays valid JSON of the same shape.
+#[derive(Debug, Clone)]
+pub struct CapOutput<S> {
+    inner: S,
+    cap_bytes: usize,
+}
+
+impl<S> CapOutput<S> {
+    /// Wraps `inner`, capping outputs at `cap_bytes` of compact JSON.
+    pub fn new(inner: S, cap_bytes: usize) -> CapOutput<S> {
+        CapOutput { inner, cap_bytes }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Unwraps the service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S> Service<ResolvedCall> for CapOutput<S>
+where
+    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = ToolResult;
+    type Error = ExecError;
+    type Future = CallFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ExecError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: ResolvedCall) -> CallFuture {
+        let cap = self.cap_bytes;
+        let future = self.inner.call(call);
+        Box::pin(async move {
+            let mut result = future.await?;
+            if let Some(output) = &mut result.output {
+                result.truncation = cap_value(output, cap);
+            }
+            Ok(result)
+        })
+    }
+}
+
+fn size(value: &Value) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
+}
+
+/// The marker appended to a cut string.
+fn marker(kept: usize, original: usize) -> String {
+    format!("…[truncated by locara: kept {kept} of {original} bytes]")
+}
+
+/// Cuts every string longer than `keep` bytes to `keep` bytes (at a char boundary) plus a
+/// marker.
+fn cut_strings(value: &mut Value, keep: usize) {
+    match value {
+        Value::String(s) if s.len() > keep + 64 => {
+            let mut end = keep;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            let original = s.len();
+            s.truncate(end);
+            s.push_str(&marker(end, original));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, keep)),
+        Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, keep)),
+        _ => {}
+    }
+}
+
+fn longest_string(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(longest_string).max().unwrap_or(0),
+        Value::Object(map) => map.values().map(longest_string).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Brings `value` within `cap` bytes of compact JSON, if it is over.
+///
+/// The largest per-string length that fits is found by bisection, so short strings (ids,
+/// paths, numbers) are kept whole and only the long ones are cut. If cutting every string
+/// is not enough (a huge array of numbers, say), the value is replaced by an object that
+/// says so and carries a prefix of the JSON text.
+pub(crate) fn cap_value(value: &mut Value, cap: usize) -> Option<Truncation> {
+    let original = size(value);
+    if original <= cap {
+        return None;
+    }
+    let (mut lo, mut hi) = (0usize, longest_string(value));
+    let mut best = None;
+    while lo <= hi {
+        let mid = lo + (hi - lo) / 2;
+        let mut candidate = value.clone();
+        cut_strings(&mut candidate, mid);
+        if size(&candidate) <= cap {
+            best = Some(candidate);
+            lo = mid + 1;
+        } else if mid == 0 {
+            break;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    *value = match best {
+        Some(v) => v,
+        None => {
+            let text = serde_json::to_string(value).unwrap_or_default();
+            let mut end = (cap / 2).min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            serde_json::json!({
+                "truncated": true,
+                "original_bytes": original,
+                "json_prefix": &text[..end],
+            })
+        }
+    };
+    Some(Truncation { original_bytes: original, returned_bytes: size(value) })
+}

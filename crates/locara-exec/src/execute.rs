@@ -1,0 +1,163 @@
+//! The innermost service: runs a checked call in the sandbox under its limits.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    task::{Context, Poll},
+};
+
+use locara_manifest::{EffectiveLimits, ToolManifest};
+use locara_sandbox::{Capabilities, Compiled, LimitKind, Limits, RunOutcome, RunStatus, Sandbox};
+use serde_json::Value;
+use tower::Service;
+
+use crate::{CallFuture, ExecError, FailureKind, ResolvedCall, RunStats, ToolFailure, ToolResult};
+
+/// Where the workspace directory appears inside the tool.
+pub(crate) const WORKSPACE_GUEST_PATH: &str = "/workspace";
+
+/// Runs a [`ResolvedCall`] in the sandbox: compiles its module once (per process, and on disk
+/// if the sandbox has a cache), then runs it on a blocking thread under the manifest's limits,
+/// capped by the host's.
+#[derive(Debug, Clone)]
+pub struct Execute {
+    sandbox: Sandbox,
+    max_limits: EffectiveLimits,
+    compiled: Arc<Mutex<HashMap<String, Compiled>>>,
+}
+
+impl Execute {
+    /// A service that runs calls in `sandbox`, never with more than `max_limits`.
+    pub fn new(sandbox: Sandbox, max_limits: EffectiveLimits) -> Execute {
+        Execute { sandbox, max_limits, compiled: Arc::default() }
+    }
+
+    fn compiled(&self, call: &ResolvedCall) -> Result<Compiled, ExecError> {
+        let key = call.artifact.artifact_digest().to_string();
+        if let Some(compiled) = self.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(compiled.clone());
+        }
+        let compiled = self.sandbox.compile(call.artifact.wasm(), Some(&key))?;
+        self.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
+    fn run(&self, call: &ResolvedCall) -> Result<ToolResult, ExecError> {
+        let manifest = call.artifact.manifest();
+        let compiled = self.compiled(call)?;
+        let limits = effective_limits(&manifest.limits(), &self.max_limits);
+        let sandbox_limits = Limits {
+            memory_bytes: limits.memory_bytes,
+            wall_time: limits.wall_time,
+            fuel: limits.fuel,
+            output_bytes: limits.output_bytes,
+            max_fds: limits.max_fds,
+        };
+        let mut caps = Capabilities::new().program_name(manifest.id.as_str());
+        if let Some((dir, perms)) = call.grant.workspace() {
+            caps = caps.preopened_dir(dir, WORKSPACE_GUEST_PATH, perms);
+        }
+        let input = serde_json::to_vec(&call.arguments).map_err(|e| ExecError::Cancelled(e.to_string()))?;
+        let outcome = compiled.run(&input, &sandbox_limits, &caps)?;
+        let engine = self.sandbox.kind().map_or("custom", |k| k.name()).to_owned();
+        Ok(result_of(manifest, outcome, limits, engine))
+    }
+}
+
+impl Service<ResolvedCall> for Execute {
+    type Response = ToolResult;
+    type Error = ExecError;
+    type Future = CallFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ExecError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: ResolvedCall) -> CallFuture {
+        let this = self.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || this.run(&call)).await.map_err(|e| ExecError::Cancelled(e.to_string()))?
+        })
+    }
+}
+
+/// The manifest's limits, each capped by the host's.
+fn effective_limits(wanted: &EffectiveLimits, max: &EffectiveLimits) -> EffectiveLimits {
+    let mut limits = *wanted;
+    limits.memory_bytes = wanted.memory_bytes.min(max.memory_bytes);
+    limits.wall_time = wanted.wall_time.min(max.wall_time);
+    limits.fuel = wanted.fuel.min(max.fuel);
+    limits.output_bytes = wanted.output_bytes.min(max.output_bytes);
+    limits.max_fds = wanted.max_fds.min(max.max_fds);
+    limits
+}
+
+fn limit_value(limit: LimitKind, limits: &EffectiveLimits) -> String {
+    match limit {
+        LimitKind::Memory => format!("{} MiB", limits.memory_bytes >> 20),
+        LimitKind::WallTime => format!("{} ms", limits.wall_time.as_millis()),
+        LimitKind::Fuel => format!("{} units", limits.fuel),
+        LimitKind::Output => format!("{} bytes", limits.output_bytes),
+        LimitKind::Fds => format!("{} descriptors", limits.max_fds),
+        _ => "its limit".to_owned(),
+    }
+}
+
+fn limit_hint(limit: LimitKind) -> &'static str {
+    match limit {
+        LimitKind::Output => "ask for less output (a smaller range or max_* argument), or split the work into several calls",
+        LimitKind::Fds => "the tool opened too many files at once; work on fewer files per call",
+        _ => "the input is probably too large or too complex for one call: split it into smaller calls",
+    }
+}
+
+/// Turns a sandbox outcome into the pipeline's result.
+fn result_of(manifest: &ToolManifest, outcome: RunOutcome, limits: EffectiveLimits, engine: String) -> ToolResult {
+    let tool = manifest.tool_ref();
+    let stderr = String::from_utf8_lossy(&outcome.stderr).trim_end().to_owned();
+    let failure = |kind, message: String, hint: &str| {
+        Some(ToolFailure { kind, message, hint: hint.to_owned(), violations: Vec::new() })
+    };
+    let (output, failure) = match outcome.status {
+        RunStatus::Exited(0) => match serde_json::from_slice::<Value>(&outcome.stdout) {
+            Ok(value) => (Some(value), None),
+            Err(error) => {
+                let start: String = String::from_utf8_lossy(&outcome.stdout).chars().take(200).collect();
+                let message = format!("{tool} wrote output that is not JSON ({error}); it began with {start:?}");
+                (None, failure(FailureKind::InvalidOutput, message, "this is a bug in the tool; report it to its publisher"))
+            }
+        },
+        RunStatus::Exited(code) => {
+            let message = if stderr.is_empty() { format!("{tool} failed with exit code {code} and no message") } else { stderr.clone() };
+            let hint = "read the message, correct the arguments and call again";
+            (None, failure(FailureKind::ToolError { exit_code: code }, message, hint))
+        }
+        RunStatus::LimitExceeded(limit) => {
+            let message = format!("{tool} exceeded its {limit} limit ({}) and was stopped", limit_value(limit, &limits));
+            (None, failure(FailureKind::LimitExceeded { limit: limit.name() }, message, limit_hint(limit)))
+        }
+        RunStatus::Trapped(trap) => {
+            let detail = stderr.lines().find(|l| l.contains("panicked")).unwrap_or(&trap).to_owned();
+            let message = format!("{tool} crashed: {detail}");
+            (None, failure(FailureKind::Crashed, message, "this is likely a bug in the tool; try other arguments or report it"))
+        }
+        other => {
+            let message = format!("{tool} ended unexpectedly: {other:?}");
+            (None, failure(FailureKind::Crashed, message, "report this to Locara's developers"))
+        }
+    };
+    ToolResult {
+        tool,
+        output,
+        failure,
+        stderr,
+        truncation: None,
+        stats: RunStats {
+            engine,
+            elapsed: outcome.elapsed,
+            fuel_consumed: outcome.fuel_consumed,
+            limits,
+            enforced: outcome.enforced,
+        },
+    }
+}

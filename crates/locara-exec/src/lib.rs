@@ -1,0 +1,49 @@
+//! Locara's execution pipeline: one path from a tool call to a checked result.
+//!
+//! A call goes through tower layers, in this order:
+//!
+//! 1. [`ValidateId`]: the tool reference parses (`id` or `id@version`).
+//! 2. [`Resolve`]: the registry finds, verifies and loads the tool ([`Resolver`]).
+//! 3. [`CheckCapabilities`]: the composition rule, the tool's capabilities ⊆ the app's grants.
+//! 4. [`ValidateInput`]: the arguments against the manifest's `input_schema`.
+//! 5. [`ValidateOutput`]: (on the way back) the result against `output_schema`.
+//! 6. [`CapOutput`]: (on the way back, before 5) long output is cut, with a marker.
+//! 7. [`Execute`]: the sandbox runs the module under the manifest's limits.
+//!
+//! Every layer shares one error type, [`ExecError`], reserved for calls that could not run.
+//! A tool that ran and failed (a tool error, a trap, an exceeded limit, invalid output) is a
+//! [`ToolResult`] whose [`failure`](ToolResult::failure) says what happened, so that an agent
+//! sees it as data it can act on.
+//!
+//! This crate knows manifests, registries and sandboxes, but not agents: the facade owns search,
+//! chains and the serializable request/response types.
+
+mod call;
+mod cap_output;
+mod check_capabilities;
+mod config;
+mod error;
+mod execute;
+mod pipeline;
+mod resolve;
+mod schema;
+mod validate_id;
+mod validate_input;
+mod validate_output;
+
+#[cfg(test)]
+mod tests;
+
+pub use crate::{
+    call::{CallFuture, FailureKind, Grant, ParsedCall, ResolvedCall, RunStats, ToolCall, ToolFailure, ToolResult, Truncation},
+    cap_output::{CapOutput, CapOutputLayer},
+    check_capabilities::{CheckCapabilities, CheckCapabilitiesLayer},
+    config::ExecConfig,
+    error::{ExecError, SchemaViolation},
+    execute::Execute,
+    pipeline::{Pipeline, pipeline},
+    resolve::{Resolve, ResolveLayer, Resolver},
+    validate_id::{ValidateId, ValidateIdLayer},
+    validate_input::{ValidateInput, ValidateInputLayer},
+    validate_output::{ValidateOutput, ValidateOutputLayer},
+};

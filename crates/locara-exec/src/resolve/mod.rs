@@ -1,0 +1,103 @@
+//! Finds and verifies the tool a call names.
+
+mod layer;
+
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{Arc, Mutex},
+    task::{Context, Poll},
+};
+
+use locara_manifest::ToolRef;
+use locara_registry::{Registry, VerifiedArtifact};
+use tower::Service;
+
+pub use self::layer::ResolveLayer;
+use crate::{CallFuture, ExecError, ParsedCall, ResolvedCall, ToolResult};
+
+/// Finds a tool and verifies it: its signature, its key, its hash, and the lockfile.
+///
+/// [`Registry`] is the implementation; a host that adds tools from elsewhere (app-shipped
+/// tools, say) wraps it. Implementations may block (they read and hash files): the pipeline
+/// calls them on a blocking thread.
+pub trait Resolver: Send + Sync + fmt::Debug + 'static {
+    /// The verified tool `tool` names.
+    ///
+    /// # Errors
+    /// Whatever the registry refuses, with its reason.
+    fn resolve(&self, tool: &ToolRef) -> Result<VerifiedArtifact, locara_registry::Error>;
+}
+
+impl Resolver for Registry {
+    fn resolve(&self, tool: &ToolRef) -> Result<VerifiedArtifact, locara_registry::Error> {
+        Registry::resolve(self, tool)
+    }
+}
+
+/// Turns a [`ParsedCall`] into a [`ResolvedCall`].
+///
+/// A tool is verified the first time this service (or a clone of it) resolves its reference;
+/// later calls reuse the verified bytes, so a file replaced on disk afterwards is never run
+/// (and never compiled) in this process.
+#[derive(Debug, Clone)]
+pub struct Resolve<S> {
+    inner: S,
+    resolver: Arc<dyn Resolver>,
+    verified: Arc<Mutex<HashMap<String, VerifiedArtifact>>>,
+}
+
+impl<S> Resolve<S> {
+    /// Wraps `inner`, resolving with `resolver`.
+    pub fn new(inner: S, resolver: Arc<dyn Resolver>) -> Resolve<S> {
+        Resolve { inner, resolver, verified: Arc::default() }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Unwraps the service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S> Service<ParsedCall> for Resolve<S>
+where
+    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = ToolResult;
+    type Error = ExecError;
+    type Future = CallFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ExecError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: ParsedCall) -> CallFuture {
+        // The clone is not ready; the service that was polled ready is the one called.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let resolver = Arc::clone(&self.resolver);
+        let verified = Arc::clone(&self.verified);
+        Box::pin(async move {
+            let key = call.tool.to_string();
+            let cached = verified.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+            let artifact = match cached {
+                Some(artifact) => artifact,
+                None => {
+                    let tool = call.tool.clone();
+                    let artifact = tokio::task::spawn_blocking(move || resolver.resolve(&tool))
+                        .await
+                        .map_err(|e| ExecError::Cancelled(e.to_string()))??;
+                    verified.lock().unwrap_or_else(|e| e.into_inner()).insert(key, artifact.clone());
+                    artifact
+                }
+            };
+            inner.call(ResolvedCall::new(artifact, call.arguments, call.workspace)).await
+        })
+    }
+}

@@ -1,0 +1,59 @@
+//! Compiles manifest schemas once and turns validation errors into [`SchemaViolation`]s.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use jsonschema::Validator;
+use serde_json::Value;
+
+use crate::{ExecError, SchemaViolation};
+
+/// At most this many violations are reported for one value.
+const MAX_VIOLATIONS: usize = 8;
+
+/// Compiled schemas, keyed by the manifest's digest and which schema it is.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SchemaCache {
+    compiled: Arc<Mutex<HashMap<(String, &'static str), Arc<Validator>>>>,
+}
+
+impl SchemaCache {
+    /// The compiled `which` schema (`input_schema` or `output_schema`) of a manifest.
+    pub(crate) fn get(
+        &self,
+        manifest_digest: &str,
+        tool: &str,
+        which: &'static str,
+        schema: &Value,
+    ) -> Result<Arc<Validator>, ExecError> {
+        let key = (manifest_digest.to_owned(), which);
+        if let Some(validator) = self.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(Arc::clone(validator));
+        }
+        // Default features are off: a schema that `$ref`s a remote URL fails to compile
+        // instead of fetching anything.
+        let validator = jsonschema::validator_for(schema).map_err(|e| ExecError::InvalidSchema {
+            tool: tool.to_owned(),
+            which,
+            message: e.to_string(),
+        })?;
+        let validator = Arc::new(validator);
+        self.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(key, Arc::clone(&validator));
+        Ok(validator)
+    }
+}
+
+/// Every way `value` breaks `validator`'s schema (at most [`MAX_VIOLATIONS`]).
+pub(crate) fn violations(validator: &Validator, value: &Value) -> Vec<SchemaViolation> {
+    validator
+        .iter_errors(value)
+        .take(MAX_VIOLATIONS)
+        .map(|error| SchemaViolation {
+            pointer: error.instance_path().to_string(),
+            constraint: format!("{} at {}", error.kind().keyword(), error.schema_path()),
+            message: error.to_string(),
+        })
+        .collect()
+}
