@@ -1,0 +1,46 @@
+//! Locara's one entry point for hosts and agents.
+//!
+//! [`Locara`] is built from a [`LocaraConfig`] and offers what an agent needs:
+//! [`search_tools`](Locara::search_tools), [`describe`](Locara::describe),
+//! [`run`](Locara::run) and [`run_chain`](Locara::run_chain). Requests and responses are
+//! plain data that serialize to the JSON an agent sees; errors carry a code, a message, a
+//! hint and, for schema errors, the failing JSON pointers.
+//!
+//! The facade implements little itself: verification is `locara-registry`'s, the pipeline
+//! `locara-exec`'s, the engines `locara-sandbox`'s. It never exposes an engine type.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), locara_facade::Error> {
+//! use locara_facade::{Locara, LocaraConfig, RunRequest};
+//! use serde_json::json;
+//!
+//! let locara = Locara::new(&LocaraConfig::new(".locara"))?;
+//! for hit in locara.search_tools("split text into chunks", 3) {
+//!     println!("{} {:?}", hit.tool, hit.score);
+//! }
+//! let response = locara.run(RunRequest::new("text.chunk", json!({"text": "One. Two.", "max_chars": 5}))).await?;
+//! assert!(response.ok, "{:?}", response.error);
+//! # Ok(())
+//! # }
+//! ```
+
+mod chain;
+mod error;
+mod locara;
+mod search;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
+pub use locara_sandbox::BackendKind;
+
+pub use crate::{
+    error::Error,
+    locara::{Locara, LocaraConfig},
+    types::{
+        ChainRequest, ChainResponse, ErrorReport, LimitsReport, RunRequest, RunResponse, StatsReport, ToolDescription,
+        ToolSummary, TruncationReport, ViolationReport,
+    },
+};

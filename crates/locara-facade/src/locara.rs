@@ -1,0 +1,440 @@
+//! [`Locara`]: the entry point a host builds from a [`LocaraConfig`].
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::Arc,
+};
+
+use locara_exec::{ExecConfig, Pipeline, Resolver, ToolCall, ToolResult};
+use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
+use locara_registry::{Registry, RegistryConfig, TrustStore, VerifiedArtifact};
+use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
+use tower::ServiceExt;
+
+use crate::{
+    ChainRequest, ChainResponse, Error, ErrorReport, RunRequest, RunResponse, ToolDescription, ToolSummary,
+    chain,
+    search::{self, Document},
+    types::{LimitsReport, StatsReport, TruncationReport, ViolationReport},
+};
+
+/// How a [`Locara`] is built.
+///
+/// Everything lives under one home directory:
+/// `registry/` (signed tools), `cache/` (content-addressed artifacts and compiled modules),
+/// `trust/` (trusted publisher keys, `*.pub.json`) and `locara.lock` (the lockfile).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LocaraConfig {
+    /// The home directory.
+    pub home: PathBuf,
+    /// The engine. By default Wasmtime.
+    pub engine: BackendKind,
+    /// The app manifest, when the host has one: its tools are the only ones callable, and its
+    /// grants bound what any tool gets. Relative paths in it are relative to `app_dir`.
+    pub app: Option<AppManifest>,
+    /// The directory of the app manifest. By default the current directory.
+    pub app_dir: PathBuf,
+    /// The grants used when there is no app manifest. By default nothing beyond the sandbox's
+    /// defaults (no directories, no network, no services) and tools up to the side-effecting
+    /// tier: the host itself is the app.
+    pub grants: Grants,
+    /// The most output returned per call, in bytes of JSON. By default 1 MiB.
+    pub output_cap_bytes: usize,
+    /// Where per-call temp dirs are made. By default the system temp dir.
+    pub temp_root: Option<PathBuf>,
+}
+
+impl LocaraConfig {
+    /// A configuration with home `home` and every other option at its default.
+    pub fn new(home: impl Into<PathBuf>) -> LocaraConfig {
+        LocaraConfig {
+            home: home.into(),
+            engine: BackendKind::Wasmtime,
+            app: None,
+            app_dir: PathBuf::from("."),
+            grants: Grants::new().with_max_safety_tier(SafetyTier::SideEffecting),
+            output_cap_bytes: 1 << 20,
+            temp_root: None,
+        }
+    }
+
+    /// Selects the engine.
+    pub fn with_engine(mut self, engine: BackendKind) -> LocaraConfig {
+        self.engine = engine;
+        self
+    }
+
+    /// Uses an app manifest whose relative paths are relative to `dir`.
+    pub fn with_app(mut self, app: AppManifest, dir: impl Into<PathBuf>) -> LocaraConfig {
+        self.app = Some(app);
+        self.app_dir = dir.into();
+        self
+    }
+
+    /// Sets the grants used without an app manifest.
+    pub fn with_grants(mut self, grants: Grants) -> LocaraConfig {
+        self.grants = grants;
+        self
+    }
+
+    /// Sets the output cap.
+    pub fn with_output_cap_bytes(mut self, bytes: usize) -> LocaraConfig {
+        self.output_cap_bytes = bytes;
+        self
+    }
+
+    /// Sets where per-call temp dirs are made.
+    pub fn with_temp_root(mut self, dir: impl Into<PathBuf>) -> LocaraConfig {
+        self.temp_root = Some(dir.into());
+        self
+    }
+
+    /// `<home>/registry`.
+    pub fn registry_dir(&self) -> PathBuf {
+        self.home.join("registry")
+    }
+
+    /// `<home>/trust`.
+    pub fn trust_dir(&self) -> PathBuf {
+        self.home.join("trust")
+    }
+}
+
+/// The tools a host may call: the registry's, or only those its app manifest declares, plus
+/// the app's own signed tools.
+#[derive(Debug)]
+struct AppResolver {
+    registry: Arc<Registry>,
+    /// App-shipped tools, verified when the host started.
+    custom: HashMap<ToolName, VerifiedArtifact>,
+    /// With an app manifest: the versions it declares for registry tools.
+    declared: Option<HashMap<ToolName, ToolRef>>,
+}
+
+impl Resolver for AppResolver {
+    fn resolve(&self, tool: &ToolRef) -> Result<VerifiedArtifact, locara_registry::Error> {
+        if let Some(artifact) = self.custom.get(&tool.id) {
+            let manifest = artifact.manifest();
+            if tool.version.as_ref().is_none_or(|v| v == &manifest.version) {
+                return Ok(artifact.clone());
+            }
+        }
+        match &self.declared {
+            None => self.registry.resolve(tool),
+            Some(declared) => match declared.get(&tool.id) {
+                // A bare id means the version the app declares.
+                Some(pinned) if tool.version.is_none() || tool.version == pinned.version => {
+                    self.registry.resolve(pinned)
+                }
+                // Anything else is not the app's to call.
+                _ => {
+                    let mut available: Vec<String> = declared.values().map(ToString::to_string).collect();
+                    available.extend(self.custom.values().map(|a| a.manifest().tool_ref().to_string()));
+                    available.sort();
+                    Err(locara_registry::Error::ToolNotFound {
+                        reference: tool.to_string(),
+                        registry: self.registry.root().to_owned(),
+                        available,
+                    })
+                }
+            },
+        }
+    }
+}
+
+/// The one entry point for hosts and agents: search, describe, run and chain tools.
+///
+/// Cheap to share behind an `Arc`; calls may run concurrently.
+#[derive(Debug)]
+pub struct Locara {
+    pipeline: Pipeline,
+    catalog: Vec<Entry>,
+    engine: BackendKind,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    manifest: Arc<ToolManifest>,
+    artifact_sha256: String,
+}
+
+
+impl Locara {
+    /// Opens the registry under `config.home`, verifies the app's own tools, and starts the
+    /// engine.
+    ///
+    /// # Errors
+    /// When the trust store or lockfile cannot be read, an app tool fails verification, or the
+    /// engine cannot start.
+    pub fn new(config: &LocaraConfig) -> Result<Locara, Error> {
+        let trust_dir = config.trust_dir();
+        let trust = if trust_dir.is_dir() { TrustStore::load_dir(&trust_dir)? } else { TrustStore::new() };
+        let registry = Registry::new(
+            RegistryConfig::new(config.registry_dir())
+                .with_cache_dir(config.home.join("cache"))
+                .with_trust(trust)
+                .with_lockfile(config.home.join("locara.lock")),
+        )?;
+        let registry = Arc::new(registry);
+
+        let mut grants = config.grants.clone();
+        let mut custom = HashMap::new();
+        let mut declared = None;
+        if let Some(app) = &config.app {
+            grants = app.grants.clone();
+            for grant in &mut grants.fs {
+                if grant.path.is_relative() {
+                    grant.path = config.app_dir.join(&grant.path);
+                }
+            }
+            let mut pinned = HashMap::new();
+            for tool in &app.tools {
+                match tool {
+                    AppTool::Registry(reference) => {
+                        pinned.insert(reference.id.clone(), reference.clone());
+                    }
+                    AppTool::Custom { path, manifest, signature } => {
+                        let at = |p: &PathBuf| config.app_dir.join(p);
+                        let artifact = registry.verify_path(&at(manifest), &at(signature), &at(path))?;
+                        custom.insert(artifact.manifest().id.clone(), artifact);
+                    }
+                    _ => {}
+                }
+            }
+            declared = Some(pinned);
+        }
+
+        let mut catalog = Vec::new();
+        let listing = registry.list()?;
+        for rejected in &listing.rejected {
+            tracing::warn!(path = %rejected.path.display(), error = %rejected.error, "registry entry rejected");
+        }
+        for tool in listing.tools {
+            let callable = match &declared {
+                None => true,
+                Some(declared) => declared.get(&tool.id).is_some_and(|r| r.version.as_ref() == Some(&tool.version)),
+            };
+            if callable {
+                let artifact_sha256 = tool.manifest.artifact.sha256.as_str().to_owned();
+                catalog.push(Entry { manifest: tool.manifest, artifact_sha256 });
+            }
+        }
+        for artifact in custom.values() {
+            catalog.push(Entry {
+                manifest: Arc::new(artifact.manifest().clone()),
+                artifact_sha256: artifact.artifact_digest().to_string(),
+            });
+        }
+        catalog.sort_by(|a, b| (&a.manifest.id, &a.manifest.version).cmp(&(&b.manifest.id, &b.manifest.version)));
+
+        let mut sandbox_config = SandboxConfig::new(config.engine);
+        sandbox_config.cache_dir(config.home.join("cache").join("compiled"));
+        if let Some(temp_root) = &config.temp_root {
+            sandbox_config.temp_root(temp_root);
+        }
+        let sandbox = Sandbox::new(&sandbox_config).map_err(locara_exec::ExecError::from)?;
+        let resolver = Arc::new(AppResolver { registry, custom, declared });
+        let exec = ExecConfig::new(resolver, sandbox, grants).with_output_cap_bytes(config.output_cap_bytes);
+        Ok(Locara { pipeline: locara_exec::pipeline(&exec), catalog, engine: config.engine })
+    }
+
+    /// The engine this instance runs tools on.
+    pub fn engine(&self) -> BackendKind {
+        self.engine
+    }
+
+    /// Every callable tool (the newest version of each id last), without scores.
+    pub fn list(&self) -> Vec<ToolSummary> {
+        self.catalog.iter().map(|e| summary(&e.manifest, None)).collect()
+    }
+
+    /// Tools whose id, name or description match `query`, best first, at most `limit`.
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<ToolSummary> {
+        let documents: Vec<Document> = self
+            .catalog
+            .iter()
+            .map(|e| Document {
+                id: e.manifest.id.to_string(),
+                name: e.manifest.display_name.clone(),
+                description: e.manifest.description.clone(),
+            })
+            .collect();
+        search::rank(&documents, query)
+            .into_iter()
+            .take(limit)
+            .map(|(i, score)| summary(&self.catalog[i].manifest, Some((score * 1000.0).round() / 1000.0)))
+            .collect()
+    }
+
+    /// Everything an agent needs to call `tool` (`id` or `id@version`; a bare id is the newest).
+    ///
+    /// # Errors
+    /// `invalid_tool_ref` or `not_found`, with the ids that do exist.
+    pub fn describe(&self, tool: &str) -> Result<ToolDescription, Error> {
+        let reference: ToolRef = tool.trim().parse().map_err(|e: locara_manifest::Error| {
+            Error::new("invalid_tool_ref", format!("invalid tool reference `{tool}`: {e}"), "name a tool as `id` or `id@version`")
+        })?;
+        let entry = self
+            .catalog
+            .iter()
+            .rev()
+            .find(|e| e.manifest.id == reference.id && reference.version.as_ref().is_none_or(|v| v == &e.manifest.version))
+            .ok_or_else(|| {
+                let ids: Vec<String> = self.catalog.iter().map(|e| e.manifest.tool_ref().to_string()).collect();
+                Error::new(
+                    "not_found",
+                    format!("no tool `{reference}`; available: {}", ids.join(", ")),
+                    "search the catalog for a tool that fits",
+                )
+            })?;
+        let m = &entry.manifest;
+        Ok(ToolDescription {
+            summary: summary(m, None),
+            license: m.license.clone(),
+            input_schema: m.input_schema.clone(),
+            output_schema: m.output_schema.clone(),
+            capabilities: serde_json::json!({
+                "wasi_imports": m.wasi_imports,
+                "capability_requirements": m.capability_requirements,
+            }),
+            limits: {
+                let l = m.limits();
+                serde_json::json!({
+                    "memory_bytes": l.memory_bytes,
+                    "wall_time_ms": l.wall_time.as_millis() as u64,
+                    "fuel": l.fuel,
+                    "output_bytes": l.output_bytes,
+                    "max_fds": l.max_fds,
+                })
+            },
+            artifact_sha256: entry.artifact_sha256.clone(),
+        })
+    }
+
+    /// Runs one call through the whole pipeline.
+    ///
+    /// # Errors
+    /// Only when the call could not run (unknown or unverifiable tool, capability denied,
+    /// invalid arguments, engine failure); a tool that ran and failed is an `Ok` response with
+    /// `ok: false`.
+    pub async fn run(&self, request: RunRequest) -> Result<RunResponse, Error> {
+        let mut call = ToolCall::new(request.tool, request.arguments);
+        call.workspace = request.workspace;
+        let result = self.pipeline.clone().oneshot(call).await?;
+        Ok(response(result))
+    }
+
+    /// Runs a chain of calls in order, binding `{"$ref": "steps.N.output…"}` arguments to
+    /// earlier outputs. Stops at the first step that fails or cannot run.
+    pub async fn run_chain(&self, chain: ChainRequest) -> ChainResponse {
+        let mut outputs = Vec::new();
+        let mut steps = Vec::new();
+        for (index, step) in chain.steps.into_iter().enumerate() {
+            let arguments = match chain::bind(&step.arguments, &outputs) {
+                Ok(arguments) => arguments,
+                Err(error) => {
+                    let pointer = if error.pointer.is_empty() { "/".to_owned() } else { error.pointer.clone() };
+                    let mut report = Error::new(
+                        "invalid_binding",
+                        format!("step {index} ({}): cannot bind the `$ref` at {pointer}: {}", step.tool, error.message),
+                        "refer to an earlier step's output as {\"$ref\": \"steps.N.output.field\"}",
+                    )
+                    .report()
+                    .clone();
+                    report.violations = vec![ViolationReport {
+                        pointer: error.pointer,
+                        constraint: "$ref".to_owned(),
+                        message: error.message,
+                    }];
+                    return ChainResponse { ok: false, steps, failed_step: Some(index), error: Some(report) };
+                }
+            };
+            let request = RunRequest { tool: step.tool, arguments, workspace: step.workspace };
+            match self.run(request).await {
+                Ok(response) => {
+                    let ok = response.ok;
+                    outputs.push(response.output.clone().unwrap_or(serde_json::Value::Null));
+                    steps.push(response);
+                    if !ok {
+                        return ChainResponse { ok: false, steps, failed_step: Some(index), error: None };
+                    }
+                }
+                Err(error) => {
+                    return ChainResponse { ok: false, steps, failed_step: Some(index), error: Some(error.report().clone()) };
+                }
+            }
+        }
+        ChainResponse { ok: true, steps, failed_step: None, error: None }
+    }
+}
+
+fn tier_name(tier: SafetyTier) -> String {
+    serde_json::to_value(tier).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn summary(m: &ToolManifest, score: Option<f64>) -> ToolSummary {
+    ToolSummary {
+        tool: m.tool_ref().to_string(),
+        id: m.id.to_string(),
+        version: m.version.to_string(),
+        display_name: m.display_name.clone(),
+        description: m.description.clone(),
+        safety_tier: tier_name(m.safety_tier),
+        score,
+    }
+}
+
+fn response(result: ToolResult) -> RunResponse {
+    let stats = &result.stats;
+    let periodic = [
+        ("memory", stats.enforced.memory),
+        ("wall_time", stats.enforced.wall_time),
+        ("fuel", stats.enforced.fuel),
+        ("output_bytes", stats.enforced.output),
+        ("max_fds", stats.enforced.fds),
+    ]
+    .into_iter()
+    .filter(|(_, e)| *e != Enforcement::Exact)
+    .map(|(name, _)| name.to_owned())
+    .collect();
+    let error = result.failure.as_ref().map(|f| {
+        let (limit, exit_code) = match f.kind {
+            locara_exec::FailureKind::LimitExceeded { limit } => (Some(limit.to_owned()), None),
+            locara_exec::FailureKind::ToolError { exit_code } => (None, Some(exit_code)),
+            _ => (None, None),
+        };
+        ErrorReport {
+            code: f.kind.name().to_owned(),
+            message: f.message.clone(),
+            hint: f.hint.clone(),
+            violations: f.violations.iter().map(ViolationReport::from).collect(),
+            limit,
+            exit_code,
+        }
+    });
+    RunResponse {
+        tool: result.tool.to_string(),
+        ok: result.failure.is_none(),
+        output: result.output,
+        error,
+        stderr: result.stderr,
+        truncated: result
+            .truncation
+            .map(|t| TruncationReport { original_bytes: t.original_bytes, returned_bytes: t.returned_bytes }),
+        stats: StatsReport {
+            engine: stats.engine.clone(),
+            elapsed_ms: stats.elapsed.as_secs_f64() * 1000.0,
+            fuel_consumed: stats.fuel_consumed,
+            limits: LimitsReport {
+                memory_bytes: stats.limits.memory_bytes,
+                wall_time_ms: stats.limits.wall_time.as_millis() as u64,
+                fuel: stats.limits.fuel,
+                output_bytes: stats.limits.output_bytes,
+                max_fds: stats.limits.max_fds,
+                periodic,
+            },
+        },
+    }
+}

@@ -1,0 +1,48 @@
+//! Ranked lexical search over the catalog: ids, names and descriptions.
+//!
+//! A query is split into lower-case words; each word scores in each field it occurs in,
+//! weighted by the field (id 3, name 2, description 1) and by how rare the word is across
+//! the catalog (inverse document frequency), so "pdf split" ranks `pdf.split` above every
+//! tool that merely mentions PDFs. A word that only prefixes a field's word scores half.
+
+/// The text of one tool, as search sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Document {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// Scores every document against `query`; returns `(index, score)` for the documents that
+/// match, best first (ties broken by id).
+pub(crate) fn rank(documents: &[Document], query: &str) -> Vec<(usize, f64)> {
+    let fields: Vec<[Vec<String>; 3]> =
+        documents.iter().map(|d| [words(&d.id), words(&d.name), words(&d.description)]).collect();
+    let n = documents.len() as f64;
+    let mut scores = vec![0.0; documents.len()];
+    for term in words(query) {
+        let matches = |w: &String| w == &term;
+        let prefixes = |w: &String| term.len() >= 3 && w.starts_with(&term);
+        let df = fields.iter().filter(|f| f.iter().flatten().any(|w| matches(w) || prefixes(w))).count() as f64;
+        if df == 0.0 {
+            continue;
+        }
+        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        for (doc, f) in fields.iter().enumerate() {
+            for (field, weight) in f.iter().zip([3.0, 2.0, 1.0]) {
+                if field.iter().any(matches) {
+                    scores[doc] += weight * idf;
+                } else if field.iter().any(prefixes) {
+                    scores[doc] += 0.5 * weight * idf;
+                }
+            }
+        }
+    }
+    let mut hits: Vec<(usize, f64)> = scores.into_iter().enumerate().filter(|&(_, s)| s > 0.0).collect();
+    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| documents[a.0].id.cmp(&documents[b.0].id)));
+    hits
+}

@@ -1,0 +1,216 @@
+//! The facade's request and response types: plain data that serializes to the JSON agents see.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RunRequest {
+    /// `id` or `id@version`.
+    pub tool: String,
+    /// The tool's arguments (a JSON object).
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// The directory the tool sees at `/workspace`, when it declares one and the app granted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<PathBuf>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+impl RunRequest {
+    /// A call of `tool` with `arguments`.
+    pub fn new(tool: impl Into<String>, arguments: Value) -> RunRequest {
+        RunRequest { tool: tool.into(), arguments, workspace: None }
+    }
+
+    /// Selects the directory the tool sees at `/workspace`.
+    pub fn with_workspace(mut self, dir: impl Into<PathBuf>) -> RunRequest {
+        self.workspace = Some(dir.into());
+        self
+    }
+}
+
+/// What a call produced. A tool that ran and failed is a response with `ok: false` and an
+/// `error`; only a call that could not run at all is an [`Error`](crate::Error).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RunResponse {
+    /// The tool that ran, `id@version`.
+    pub tool: String,
+    /// Whether the tool succeeded.
+    pub ok: bool,
+    /// The tool's output, when it succeeded (and sometimes when its output broke its schema).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// Why the tool failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+    /// What the tool wrote to stderr.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub stderr: String,
+    /// Set when the output was cut to fit the output cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<TruncationReport>,
+    /// How the call ran.
+    pub stats: StatsReport,
+}
+
+/// An error, as an agent sees it: what failed, where, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ErrorReport {
+    /// A stable snake_case code, e.g. `invalid_input`, `limit_exceeded`, `tool_error`.
+    pub code: String,
+    /// What happened.
+    pub message: String,
+    /// What to do next.
+    pub hint: String,
+    /// For schema errors: each violation with its JSON pointer and constraint.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub violations: Vec<ViolationReport>,
+    /// For `limit_exceeded`: the limit's name (`fuel`, `memory`, `wall_time`, `output_bytes`, `max_fds`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub limit: Option<String>,
+    /// For `tool_error`: the tool's exit code.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub exit_code: Option<i32>,
+}
+
+/// One schema violation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ViolationReport {
+    /// A JSON pointer into the value (`""` is the whole value).
+    pub pointer: String,
+    /// The keyword that failed and where it is in the schema.
+    pub constraint: String,
+    /// The validator's message.
+    pub message: String,
+}
+
+/// How much output was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TruncationReport {
+    /// The output's size as produced, in bytes of compact JSON.
+    pub original_bytes: usize,
+    /// The size returned.
+    pub returned_bytes: usize,
+}
+
+/// How a call ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StatsReport {
+    /// `wasmtime` or `wasmi`.
+    pub engine: String,
+    /// Time in the sandbox, in milliseconds.
+    pub elapsed_ms: f64,
+    /// Fuel consumed.
+    pub fuel_consumed: u64,
+    /// The limits applied, and how each was enforced on this engine.
+    pub limits: LimitsReport,
+}
+
+/// The limits a call ran under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LimitsReport {
+    /// Memory, in bytes.
+    pub memory_bytes: u64,
+    /// Wall-clock time, in milliseconds.
+    pub wall_time_ms: u64,
+    /// Fuel.
+    pub fuel: u64,
+    /// Output, in bytes.
+    pub output_bytes: u64,
+    /// Open file descriptors.
+    pub max_fds: u32,
+    /// Limits this engine enforces only periodically (wasmi: `wall_time`, checked between
+    /// fuel slices and at host calls). Empty when every limit is exact.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub periodic: Vec<String>,
+}
+
+/// A chain of calls; each step's arguments may bind earlier results with
+/// `{"$ref": "steps.N.output.field"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ChainRequest {
+    /// The steps, run in order.
+    pub steps: Vec<RunRequest>,
+}
+
+impl ChainRequest {
+    /// A chain of `steps`.
+    pub fn new(steps: Vec<RunRequest>) -> ChainRequest {
+        ChainRequest { steps }
+    }
+}
+
+/// What a chain produced: every step that ran, in order. The chain stops at the first step
+/// that fails; `failed_step` says which.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ChainResponse {
+    /// Whether every step succeeded.
+    pub ok: bool,
+    /// The steps that ran.
+    pub steps: Vec<RunResponse>,
+    /// The index of the step that failed or could not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_step: Option<usize>,
+    /// Why a step could not run at all (bad binding, unknown tool, invalid arguments…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+}
+
+/// A tool in a listing or a search result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolSummary {
+    /// `id@version`.
+    pub tool: String,
+    /// The tool's id.
+    pub id: String,
+    /// Its version.
+    pub version: String,
+    /// A human name.
+    pub display_name: String,
+    /// What it does.
+    pub description: String,
+    /// `read_only`, `side_effecting` or `privileged`.
+    pub safety_tier: String,
+    /// The search score, in search results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+}
+
+/// Everything an agent needs to call a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolDescription {
+    /// The summary.
+    #[serde(flatten)]
+    pub summary: ToolSummary,
+    /// The license of the tool.
+    pub license: String,
+    /// The JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// The JSON Schema of the output.
+    pub output_schema: Value,
+    /// What the tool may touch: its `wasi_imports` and capability requirements.
+    pub capabilities: Value,
+    /// The limits it asks for.
+    pub limits: Value,
+    /// The sha256 of its wasm.
+    pub artifact_sha256: String,
+}

@@ -1,0 +1,175 @@
+//! See <https://github.com/matklad/cargo-xtask/>.
+//!
+//! `cargo xtask build-tools [--home DIR]` compiles every built-in tool (and the test probe) to
+//! `wasm32-wasip1`, then hashes, signs and publishes the tools into the local registry of a
+//! Locara home (by default `<repo>/.locara`) with a development key, through
+//! `locara-registry`'s own functions.
+
+use std::{
+    env,
+    path::{Path, PathBuf},
+    process::Command,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context, Result, bail, format_err};
+use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, generate_keypair, prepare_manifest};
+
+const TARGET: &str = "wasm32-wasip1";
+/// The cargo profile guests are built with (see the root `Cargo.toml`): release, size-optimized.
+const PROFILE: &str = "tools";
+const DEV_PUBLISHER: &str = "locara-dev";
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  build-tools [--home DIR]   build the built-in tools for wasm32-wasip1 and publish them,
+                             signed with a development key, into DIR/registry
+                             (default DIR: <repo>/.locara)
+";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("build-tools") => {
+            let home = match args.get(1..) {
+                Some([flag, dir]) if flag == "--home" => PathBuf::from(dir),
+                Some([]) => project_root().join(".locara"),
+                _ => bail!("unexpected arguments to build-tools: {:?}\n\n{USAGE}", &args[1..]),
+            };
+            build_tools(&home)
+        }
+        Some("help" | "--help" | "-h") | None => {
+            eprint!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown task `{other}`\n\n{USAGE}"),
+    }
+}
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the repo root").to_owned()
+}
+
+/// Where guest builds go: the same directory `locara-test-artifacts` builds into, so the
+/// guests are compiled once for both.
+fn guest_target_dir() -> PathBuf {
+    project_root().join("target").join("guests")
+}
+
+fn build_tools(home: &Path) -> Result<()> {
+    ensure_wasm_target()?;
+    let root = project_root();
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    eprintln!("building guests for {TARGET} (profile `{PROFILE}`)...");
+    let status = Command::new(&cargo)
+        .current_dir(&root)
+        .args(["build", "--locked", "--target", TARGET, "--profile", PROFILE])
+        .args(["-p", "locara-tools-builtin", "-p", "locara-test-guests"])
+        .env("CARGO_TARGET_DIR", guest_target_dir())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .status()
+        .with_context(|| format!("running {cargo}"))?;
+    if !status.success() {
+        bail!("building the tools failed (see above)");
+    }
+
+    let key = dev_key(home)?;
+    let trust = TrustStore::new().with_key(key.public_key().clone());
+    let registry = Registry::new(
+        RegistryConfig::new(home.join("registry"))
+            .with_cache_dir(home.join("cache"))
+            .with_trust(trust)
+            .with_lockfile(home.join("locara.lock")),
+    )?;
+    let out = guest_target_dir().join(TARGET).join(PROFILE);
+    let manifests = root.join("crates/locara-tools-builtin/manifests");
+    let mut templates: Vec<PathBuf> = std::fs::read_dir(&manifests)
+        .with_context(|| format!("reading {}", manifests.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    templates.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    templates.sort();
+    let validated_at = rfc3339_now();
+    for template_path in &templates {
+        let id = template_path.file_stem().and_then(|s| s.to_str()).ok_or_else(|| format_err!("bad file name"))?;
+        let wasm_path = out.join(format!("{}.wasm", id.replace('.', "-")));
+        let wasm = std::fs::read(&wasm_path)
+            .with_context(|| format!("{id}: no module at {} (is there a bin for it?)", wasm_path.display()))?;
+        let template = std::fs::read_to_string(template_path)?;
+        let mut manifest = prepare_manifest(&template, &wasm)?;
+        manifest.validated_at = Some(validated_at.clone());
+        manifest.validated_by = Some("cargo xtask build-tools".to_owned());
+        let published = registry.publish(&manifest, &wasm, &key)?;
+        // The developer is the publisher here: re-pin even when the bytes changed.
+        registry.lock_forced(&published.id, &published.version)?;
+        eprintln!(
+            "  {:<22} {:>9} bytes  sha256 {}",
+            manifest.tool_ref().to_string(),
+            wasm.len(),
+            &published.artifact_digest.to_hex()[..16]
+        );
+    }
+    eprintln!("published {} tools into {} (key {})", templates.len(), home.join("registry").display(), key.key_id());
+    Ok(())
+}
+
+/// The development signing key of `home`, created (with its trusted public half) if missing.
+fn dev_key(home: &Path) -> Result<SigningKey> {
+    let secret = home.join("keys").join(format!("{DEV_PUBLISHER}.secret.json"));
+    let public = home.join("trust").join(format!("{DEV_PUBLISHER}.pub.json"));
+    let key = if secret.is_file() {
+        SigningKey::read_file(&secret)?
+    } else {
+        std::fs::create_dir_all(secret.parent().expect("has a parent"))?;
+        let key = generate_keypair(DEV_PUBLISHER)?;
+        key.write_file(&secret)?;
+        eprintln!("generated development key {} at {}", key.key_id(), secret.display());
+        key
+    };
+    std::fs::create_dir_all(public.parent().expect("has a parent"))?;
+    key.public_key().write_file(&public)?;
+    Ok(key)
+}
+
+/// Installs the wasm target with rustup if it is missing, or says exactly what to do.
+fn ensure_wasm_target() -> Result<()> {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let sysroot = Command::new(&rustc).args(["--print", "sysroot"]).output().context("running rustc")?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    if sysroot.join("lib/rustlib").join(TARGET).is_dir() {
+        return Ok(());
+    }
+    eprintln!("installing the {TARGET} target with rustup...");
+    let ok = Command::new("rustup").args(["target", "add", TARGET]).status().is_ok_and(|s| s.success());
+    if !ok {
+        bail!(
+            "the {TARGET} target is missing and `rustup target add {TARGET}` failed.\n\
+             Without rustup's download, use Debian's toolchain and rebuild std:\n\
+             \x20 apt-get install -y --no-install-recommends rustc-web cargo-web rust-web-src rust-web-llvm lld-22 wasi-libc\n\
+             \x20 RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS='-L native=/usr/lib/wasm32-wasi' \\\n\
+             \x20   /usr/bin/cargo build --release --target {TARGET} -Zbuild-std=std,panic_abort -p locara-tools-builtin\n\
+             (details: shared/notes/wasm-toolchain.md)"
+        );
+    }
+    Ok(())
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+fn rfc3339_now() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
