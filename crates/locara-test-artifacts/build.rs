@@ -2,7 +2,7 @@
 //! `wasm32-wasip1` from source, so that `cargo test` never depends on committed wasm or on a
 //! step someone forgot to run. This is the pattern of Wasmtime's `test-programs/artifacts`.
 //!
-//! The nested cargo uses its own target dir (`target/guests`), the same one
+//! The nested cargo uses its own target dir (`guests/` inside the target dir), the same one
 //! `cargo xtask build-tools` uses, so the guests are compiled once for both.
 
 use std::{
@@ -18,7 +18,7 @@ const PROFILE: &str = "tools";
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let root = manifest_dir.parent().and_then(Path::parent).expect("crates/<this> is two levels below the root");
-    let target_dir = root.join("target").join("guests");
+    let target_dir = guest_target_dir(root);
     for dir in ["crates/locara-tools-builtin", "crates/locara-test-guests"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
@@ -31,7 +31,16 @@ fn main() {
         .args(["build", "--locked", "--target", TARGET, "--profile", PROFILE])
         .args(["-p", "locara-tools-builtin", "-p", "locara-test-guests"])
         .env("CARGO_TARGET_DIR", &target_dir);
-    for var in ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS", "CARGO_MAKEFLAGS", "CARGO_BUILD_TARGET"] {
+    // A clippy or coverage run wraps rustc for the workspace; the guests are built plainly.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_MAKEFLAGS",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_WRAPPER",
+    ] {
         cmd.env_remove(var);
     }
     let status = cmd.status().expect("could not run cargo to build the guest modules");
@@ -74,6 +83,13 @@ fn main() {
     writeln!(code, "    }};\n}}").unwrap();
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo")).join("artifacts.rs");
     std::fs::write(out, code).expect("write artifacts.rs");
+}
+
+/// `$CARGO_TARGET_DIR/guests`, or `<root>/target/guests`: the same place `cargo xtask
+/// build-tools` builds into.
+fn guest_target_dir(root: &Path) -> PathBuf {
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+    env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from).join("guests")
 }
 
 /// Installs the wasm target with rustup when it is missing.

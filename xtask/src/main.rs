@@ -13,6 +13,9 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail, format_err};
+
+#[cfg(test)]
+mod tidy;
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, generate_keypair, prepare_manifest};
 
 const TARGET: &str = "wasm32-wasip1";
@@ -55,7 +58,7 @@ fn project_root() -> PathBuf {
 /// Where guest builds go: the same directory `locara-test-artifacts` builds into, so the
 /// guests are compiled once for both.
 fn guest_target_dir() -> PathBuf {
-    project_root().join("target").join("guests")
+    env::var_os("CARGO_TARGET_DIR").map_or_else(|| project_root().join("target"), PathBuf::from).join("guests")
 }
 
 fn build_tools(home: &Path) -> Result<()> {

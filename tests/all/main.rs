@@ -1,0 +1,6 @@
+//! Cross-crate integration tests: one binary, one module per topic.
+
+// Tampering, untrusted keys and rollbacks, refused through the facade as a host sees them.
+mod tampering;
+// A host that uses only manifest + registry + sandbox, without the pipeline.
+mod minimal_host;
