@@ -17,18 +17,31 @@ const PROFILE: &str = "tools";
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let root = manifest_dir.parent().and_then(Path::parent).expect("crates/<this> is two levels below the root");
+    let root = manifest_dir
+        .parent()
+        .and_then(Path::parent)
+        .expect("crates/<this> is two levels below the root");
     let target_dir = guest_target_dir(root);
     for dir in ["crates/locara-tools-builtin", "crates/locara-test-guests"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
 
     ensure_target();
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--locked", "--target", TARGET, "--profile", PROFILE])
+        .args([
+            "build",
+            "--locked",
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+        ])
         .args(["-p", "locara-tools-builtin", "-p", "locara-test-guests"])
         .env("CARGO_TARGET_DIR", &target_dir);
     // A clippy or coverage run wraps rustc for the workspace; the guests are built plainly.
@@ -43,42 +56,92 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("could not run cargo to build the guest modules");
-    assert!(status.success(), "building the guest modules for {TARGET} failed (see the output above)");
+    let status = cmd
+        .status()
+        .expect("could not run cargo to build the guest modules");
+    assert!(
+        status.success(),
+        "building the guest modules for {TARGET} failed (see the output above)"
+    );
 
     let out_dir = target_dir.join(TARGET).join(PROFILE);
     let manifests = root.join("crates/locara-tools-builtin/manifests");
     let mut tools: Vec<String> = std::fs::read_dir(&manifests)
         .expect("the built-in tools' manifest templates")
-        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_owned))
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".json")
+                .map(str::to_owned)
+        })
         .collect();
     tools.sort();
 
     let mut code = String::new();
     writeln!(code, "/// Where the adversarial probe guest was built.").unwrap();
-    writeln!(code, "pub const PROBE: &str = {:?};", out_dir.join("locara-probe.wasm").display().to_string()).unwrap();
+    writeln!(
+        code,
+        "pub const PROBE: &str = {:?};",
+        out_dir.join("locara-probe.wasm").display().to_string()
+    )
+    .unwrap();
     writeln!(
         code,
         "/// The probe's manifest template.\npub const PROBE_MANIFEST: &str = {:?};",
-        root.join("crates/locara-test-guests/manifests/test.probe.json").display().to_string()
+        root.join("crates/locara-test-guests/manifests/test.probe.json")
+            .display()
+            .to_string()
     )
     .unwrap();
-    writeln!(code, "/// The directory holding the built-in tools' manifest templates.").unwrap();
-    writeln!(code, "pub const MANIFESTS_DIR: &str = {:?};", manifests.display().to_string()).unwrap();
-    writeln!(code, "/// Every built-in tool as `(id, wasm path, manifest template path)`.").unwrap();
+    writeln!(
+        code,
+        "/// The directory holding the built-in tools' manifest templates."
+    )
+    .unwrap();
+    writeln!(
+        code,
+        "pub const MANIFESTS_DIR: &str = {:?};",
+        manifests.display().to_string()
+    )
+    .unwrap();
+    writeln!(
+        code,
+        "/// Every built-in tool as `(id, wasm path, manifest template path)`."
+    )
+    .unwrap();
     writeln!(code, "pub const TOOLS: &[(&str, &str, &str)] = &[").unwrap();
     for id in &tools {
         let wasm = out_dir.join(format!("{}.wasm", id.replace('.', "-")));
-        assert!(wasm.is_file(), "tool {id} has a manifest template but no bin `{}`", id.replace('.', "-"));
+        assert!(
+            wasm.is_file(),
+            "tool {id} has a manifest template but no bin `{}`",
+            id.replace('.', "-")
+        );
         let manifest = manifests.join(format!("{id}.json"));
-        writeln!(code, "    ({id:?}, {:?}, {:?}),", wasm.display().to_string(), manifest.display().to_string()).unwrap();
+        writeln!(
+            code,
+            "    ({id:?}, {:?}, {:?}),",
+            wasm.display().to_string(),
+            manifest.display().to_string()
+        )
+        .unwrap();
     }
     writeln!(code, "];").unwrap();
     writeln!(code, "/// Calls `$m!(test_name, \"tool.id\")` for every built-in tool, so that a tool without a test").unwrap();
     writeln!(code, "/// fails to compile where the tests match on it.").unwrap();
-    writeln!(code, "#[macro_export]\nmacro_rules! foreach_tool {{\n    ($m:ident) => {{").unwrap();
+    writeln!(
+        code,
+        "#[macro_export]\nmacro_rules! foreach_tool {{\n    ($m:ident) => {{"
+    )
+    .unwrap();
     for id in &tools {
-        writeln!(code, "        $m!({}, {id:?});", id.replace(['.', '-'], "_")).unwrap();
+        writeln!(
+            code,
+            "        $m!({}, {id:?});",
+            id.replace(['.', '-'], "_")
+        )
+        .unwrap();
     }
     writeln!(code, "    }};\n}}").unwrap();
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo")).join("artifacts.rs");
@@ -89,7 +152,9 @@ fn main() {
 /// build-tools` builds into.
 fn guest_target_dir(root: &Path) -> PathBuf {
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
-    env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from).join("guests")
+    env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("guests")
 }
 
 /// Installs the wasm target with rustup when it is missing.
@@ -102,7 +167,10 @@ fn ensure_target() {
     if sysroot.is_some_and(|s| s.join("lib/rustlib").join(TARGET).is_dir()) {
         return;
     }
-    let ok = Command::new("rustup").args(["target", "add", TARGET]).status().is_ok_and(|s| s.success());
+    let ok = Command::new("rustup")
+        .args(["target", "add", TARGET])
+        .status()
+        .is_ok_and(|s| s.success());
     assert!(
         ok,
         "the {TARGET} target is missing and `rustup target add {TARGET}` failed; \

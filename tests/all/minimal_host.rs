@@ -7,10 +7,18 @@ use locara_test_artifacts::TestHome;
 #[test]
 fn resolve_and_run_without_the_pipeline() {
     let home = TestHome::new();
-    let artifact = home.registry().resolve(&"text.chunk@0.1.0".parse::<ToolRef>().unwrap()).unwrap();
+    let artifact = home
+        .registry()
+        .resolve(&"text.chunk@0.1.0".parse::<ToolRef>().unwrap())
+        .unwrap();
     for kind in BackendKind::ALL {
         let sandbox = Sandbox::new(&SandboxConfig::new(kind)).unwrap();
-        let compiled = sandbox.compile(artifact.wasm(), Some(&artifact.artifact_digest().to_string())).unwrap();
+        let compiled = sandbox
+            .compile(
+                artifact.wasm(),
+                Some(&artifact.artifact_digest().to_string()),
+            )
+            .unwrap();
         let limits = artifact.manifest().limits();
         let limits = Limits {
             memory_bytes: limits.memory_bytes,
@@ -19,8 +27,19 @@ fn resolve_and_run_without_the_pipeline() {
             output_bytes: limits.output_bytes,
             max_fds: limits.max_fds,
         };
-        let outcome = compiled.run(br#"{"text": "Hello there. General Kenobi.", "max_chars": 16}"#, &limits, &Capabilities::new()).unwrap();
-        assert_eq!(outcome.status, RunStatus::Exited(0), "{}", String::from_utf8_lossy(&outcome.stderr));
+        let outcome = compiled
+            .run(
+                br#"{"text": "Hello there. General Kenobi.", "max_chars": 16}"#,
+                &limits,
+                &Capabilities::new(),
+            )
+            .unwrap();
+        assert_eq!(
+            outcome.status,
+            RunStatus::Exited(0),
+            "{}",
+            String::from_utf8_lossy(&outcome.stderr)
+        );
         let output: serde_json::Value = serde_json::from_slice(&outcome.stdout).unwrap();
         assert_eq!(output["chunks"][0]["text"], "Hello there. ");
         assert_eq!(output["chunks"][1]["text"], "General Kenobi.");

@@ -16,7 +16,9 @@ use anyhow::{Context, Result, bail, format_err};
 
 #[cfg(test)]
 mod tidy;
-use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, generate_keypair, prepare_manifest};
+use locara_registry::{
+    Registry, RegistryConfig, SigningKey, TrustStore, generate_keypair, prepare_manifest,
+};
 
 const TARGET: &str = "wasm32-wasip1";
 /// The cargo profile guests are built with (see the root `Cargo.toml`): release, size-optimized.
@@ -39,7 +41,10 @@ fn main() -> Result<()> {
             let home = match args.get(1..) {
                 Some([flag, dir]) if flag == "--home" => PathBuf::from(dir),
                 Some([]) => project_root().join(".locara"),
-                _ => bail!("unexpected arguments to build-tools: {:?}\n\n{USAGE}", &args[1..]),
+                _ => bail!(
+                    "unexpected arguments to build-tools: {:?}\n\n{USAGE}",
+                    &args[1..]
+                ),
             };
             build_tools(&home)
         }
@@ -52,13 +57,18 @@ fn main() -> Result<()> {
 }
 
 fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the repo root").to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the repo root")
+        .to_owned()
 }
 
 /// Where guest builds go: the same directory `locara-test-artifacts` builds into, so the
 /// guests are compiled once for both.
 fn guest_target_dir() -> PathBuf {
-    env::var_os("CARGO_TARGET_DIR").map_or_else(|| project_root().join("target"), PathBuf::from).join("guests")
+    env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| project_root().join("target"), PathBuf::from)
+        .join("guests")
 }
 
 fn build_tools(home: &Path) -> Result<()> {
@@ -68,7 +78,14 @@ fn build_tools(home: &Path) -> Result<()> {
     eprintln!("building guests for {TARGET} (profile `{PROFILE}`)...");
     let status = Command::new(&cargo)
         .current_dir(&root)
-        .args(["build", "--locked", "--target", TARGET, "--profile", PROFILE])
+        .args([
+            "build",
+            "--locked",
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+        ])
         .args(["-p", "locara-tools-builtin", "-p", "locara-test-guests"])
         .env("CARGO_TARGET_DIR", guest_target_dir())
         .env_remove("RUSTFLAGS")
@@ -97,10 +114,17 @@ fn build_tools(home: &Path) -> Result<()> {
     templates.sort();
     let validated_at = rfc3339_now();
     for template_path in &templates {
-        let id = template_path.file_stem().and_then(|s| s.to_str()).ok_or_else(|| format_err!("bad file name"))?;
+        let id = template_path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .ok_or_else(|| format_err!("bad file name"))?;
         let wasm_path = out.join(format!("{}.wasm", id.replace('.', "-")));
-        let wasm = std::fs::read(&wasm_path)
-            .with_context(|| format!("{id}: no module at {} (is there a bin for it?)", wasm_path.display()))?;
+        let wasm = std::fs::read(&wasm_path).with_context(|| {
+            format!(
+                "{id}: no module at {} (is there a bin for it?)",
+                wasm_path.display()
+            )
+        })?;
         let template = std::fs::read_to_string(template_path)?;
         let mut manifest = prepare_manifest(&template, &wasm)?;
         manifest.validated_at = Some(validated_at.clone());
@@ -115,13 +139,20 @@ fn build_tools(home: &Path) -> Result<()> {
             &published.artifact_digest.to_hex()[..16]
         );
     }
-    eprintln!("published {} tools into {} (key {})", templates.len(), home.join("registry").display(), key.key_id());
+    eprintln!(
+        "published {} tools into {} (key {})",
+        templates.len(),
+        home.join("registry").display(),
+        key.key_id()
+    );
     Ok(())
 }
 
 /// The development signing key of `home`, created (with its trusted public half) if missing.
 fn dev_key(home: &Path) -> Result<SigningKey> {
-    let secret = home.join("keys").join(format!("{DEV_PUBLISHER}.secret.json"));
+    let secret = home
+        .join("keys")
+        .join(format!("{DEV_PUBLISHER}.secret.json"));
     let public = home.join("trust").join(format!("{DEV_PUBLISHER}.pub.json"));
     let key = if secret.is_file() {
         SigningKey::read_file(&secret)?
@@ -129,7 +160,11 @@ fn dev_key(home: &Path) -> Result<SigningKey> {
         std::fs::create_dir_all(secret.parent().expect("has a parent"))?;
         let key = generate_keypair(DEV_PUBLISHER)?;
         key.write_file(&secret)?;
-        eprintln!("generated development key {} at {}", key.key_id(), secret.display());
+        eprintln!(
+            "generated development key {} at {}",
+            key.key_id(),
+            secret.display()
+        );
         key
     };
     std::fs::create_dir_all(public.parent().expect("has a parent"))?;
@@ -140,13 +175,19 @@ fn dev_key(home: &Path) -> Result<SigningKey> {
 /// Installs the wasm target with rustup if it is missing, or says exactly what to do.
 fn ensure_wasm_target() -> Result<()> {
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
-    let sysroot = Command::new(&rustc).args(["--print", "sysroot"]).output().context("running rustc")?;
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .context("running rustc")?;
     let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
     if sysroot.join("lib/rustlib").join(TARGET).is_dir() {
         return Ok(());
     }
     eprintln!("installing the {TARGET} target with rustup...");
-    let ok = Command::new("rustup").args(["target", "add", TARGET]).status().is_ok_and(|s| s.success());
+    let ok = Command::new("rustup")
+        .args(["target", "add", TARGET])
+        .status()
+        .is_ok_and(|s| s.success());
     if !ok {
         bail!(
             "the {TARGET} target is missing and `rustup target add {TARGET}` failed.\n\
@@ -162,7 +203,9 @@ fn ensure_wasm_target() -> Result<()> {
 
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
 fn rfc3339_now() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil-from-days (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;
@@ -174,5 +217,10 @@ fn rfc3339_now() -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }

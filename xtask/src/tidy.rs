@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 fn files(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
@@ -23,13 +25,23 @@ fn every_rust_file_starts_with_a_module_doc() {
     let root = crate::project_root();
     let mut paths = Vec::new();
     files(&root, "rs", &mut paths);
-    assert!(paths.len() > 50, "found only {} files under {}", paths.len(), root.display());
+    assert!(
+        paths.len() > 50,
+        "found only {} files under {}",
+        paths.len(),
+        root.display()
+    );
     let missing: Vec<String> = paths
         .iter()
-        .filter(|p| !std::fs::read_to_string(p).is_ok_and(|text| text.trim_start().starts_with("//!")))
+        .filter(|p| {
+            !std::fs::read_to_string(p).is_ok_and(|text| text.trim_start().starts_with("//!"))
+        })
         .map(|p| p.strip_prefix(&root).unwrap_or(p).display().to_string())
         .collect();
-    assert!(missing.is_empty(), "files without a `//!` doc comment: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "files without a `//!` doc comment: {missing:#?}"
+    );
 }
 
 #[test]
@@ -37,11 +49,21 @@ fn every_crate_inherits_the_workspace_lints() {
     let root = crate::project_root();
     let mut manifests = Vec::new();
     files(&root, "toml", &mut manifests);
-    manifests.retain(|p| p.file_name().is_some_and(|n| n == "Cargo.toml") && p.parent() != Some(root.as_path()));
+    manifests.retain(|p| {
+        p.file_name().is_some_and(|n| n == "Cargo.toml") && p.parent() != Some(root.as_path())
+    });
     assert!(manifests.len() >= 10, "{manifests:?}");
     for manifest in manifests {
         let text = std::fs::read_to_string(&manifest).unwrap();
-        assert!(text.contains("[lints]\nworkspace = true"), "{} does not inherit the workspace lints", manifest.display());
-        assert!(text.contains("edition.workspace = true"), "{} does not inherit the workspace edition", manifest.display());
+        assert!(
+            text.contains("[lints]\nworkspace = true"),
+            "{} does not inherit the workspace lints",
+            manifest.display()
+        );
+        assert!(
+            text.contains("edition.workspace = true"),
+            "{} does not inherit the workspace edition",
+            manifest.display()
+        );
     }
 }

@@ -27,7 +27,11 @@ pub struct ToolCall {
 impl ToolCall {
     /// A call of `tool` with `arguments` and no workspace.
     pub fn new(tool: impl Into<String>, arguments: Value) -> ToolCall {
-        ToolCall { tool: tool.into(), arguments, workspace: None }
+        ToolCall {
+            tool: tool.into(),
+            arguments,
+            workspace: None,
+        }
     }
 
     /// Selects the directory the tool sees at `/workspace`.
@@ -69,8 +73,17 @@ pub struct ResolvedCall {
 
 impl ResolvedCall {
     /// A call of a verified tool, with nothing granted yet.
-    pub fn new(artifact: VerifiedArtifact, arguments: Value, workspace: Option<PathBuf>) -> ResolvedCall {
-        ResolvedCall { artifact, arguments, workspace, grant: Grant::default() }
+    pub fn new(
+        artifact: VerifiedArtifact,
+        arguments: Value,
+        workspace: Option<PathBuf>,
+    ) -> ResolvedCall {
+        ResolvedCall {
+            artifact,
+            arguments,
+            workspace,
+            grant: Grant::default(),
+        }
     }
 }
 
@@ -188,4 +201,5 @@ pub struct RunStats {
 }
 
 /// The future every pipeline service returns.
-pub type CallFuture = Pin<Box<dyn Future<Output = Result<ToolResult, crate::ExecError>> + Send + 'static>>;
+pub type CallFuture =
+    Pin<Box<dyn Future<Output = Result<ToolResult, crate::ExecError>> + Send + 'static>>;

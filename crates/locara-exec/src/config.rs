@@ -28,7 +28,13 @@ pub struct ExecConfig {
 impl ExecConfig {
     /// A configuration with the default limits and output cap.
     pub fn new(resolver: Arc<dyn Resolver>, sandbox: Sandbox, grants: Grants) -> ExecConfig {
-        ExecConfig { resolver, sandbox, grants, max_limits: EffectiveLimits::MAX, output_cap_bytes: 1 << 20 }
+        ExecConfig {
+            resolver,
+            sandbox,
+            grants,
+            max_limits: EffectiveLimits::MAX,
+            output_cap_bytes: 1 << 20,
+        }
     }
 
     /// Sets [`ExecConfig::output_cap_bytes`].

@@ -18,13 +18,21 @@ pub struct SchemaViolation {
 
 impl fmt::Display for SchemaViolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "at {at}: {} ({})", self.message, self.constraint)
     }
 }
 
 fn list(violations: &[SchemaViolation]) -> String {
-    violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Why a call could not run.

@@ -29,16 +29,28 @@ pub struct Execute {
 impl Execute {
     /// A service that runs calls in `sandbox`, never with more than `max_limits`.
     pub fn new(sandbox: Sandbox, max_limits: EffectiveLimits) -> Execute {
-        Execute { sandbox, max_limits, compiled: Arc::default() }
+        Execute {
+            sandbox,
+            max_limits,
+            compiled: Arc::default(),
+        }
     }
 
     fn compiled(&self, call: &ResolvedCall) -> Result<Compiled, ExecError> {
         let key = call.artifact.artifact_digest().to_string();
-        if let Some(compiled) = self.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(compiled) = self
+            .compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
             return Ok(compiled.clone());
         }
         let compiled = self.sandbox.compile(call.artifact.wasm(), Some(&key))?;
-        self.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(key, compiled.clone());
+        self.compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, compiled.clone());
         Ok(compiled)
     }
 
@@ -57,9 +69,14 @@ impl Execute {
         if let Some((dir, perms)) = call.grant.workspace() {
             caps = caps.preopened_dir(dir, WORKSPACE_GUEST_PATH, perms);
         }
-        let input = serde_json::to_vec(&call.arguments).map_err(|e| ExecError::Cancelled(e.to_string()))?;
+        let input =
+            serde_json::to_vec(&call.arguments).map_err(|e| ExecError::Cancelled(e.to_string()))?;
         let outcome = compiled.run(&input, &sandbox_limits, &caps)?;
-        let engine = self.sandbox.kind().map_or("custom", |k| k.name()).to_owned();
+        let engine = self
+            .sandbox
+            .kind()
+            .map_or("custom", |k| k.name())
+            .to_owned();
         Ok(result_of(manifest, outcome, limits, engine))
     }
 }
@@ -76,7 +93,9 @@ impl Service<ResolvedCall> for Execute {
     fn call(&mut self, call: ResolvedCall) -> CallFuture {
         let this = self.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || this.run(&call)).await.map_err(|e| ExecError::Cancelled(e.to_string()))?
+            tokio::task::spawn_blocking(move || this.run(&call))
+                .await
+                .map_err(|e| ExecError::Cancelled(e.to_string()))?
         })
     }
 }
@@ -105,45 +124,110 @@ fn limit_value(limit: LimitKind, limits: &EffectiveLimits) -> String {
 
 fn limit_hint(limit: LimitKind) -> &'static str {
     match limit {
-        LimitKind::Output => "ask for less output (a smaller range or max_* argument), or split the work into several calls",
+        LimitKind::Output => {
+            "ask for less output (a smaller range or max_* argument), or split the work into several calls"
+        }
         LimitKind::Fds => "the tool opened too many files at once; work on fewer files per call",
-        _ => "the input is probably too large or too complex for one call: split it into smaller calls",
+        _ => {
+            "the input is probably too large or too complex for one call: split it into smaller calls"
+        }
     }
 }
 
 /// Turns a sandbox outcome into the pipeline's result.
-fn result_of(manifest: &ToolManifest, outcome: RunOutcome, limits: EffectiveLimits, engine: String) -> ToolResult {
+fn result_of(
+    manifest: &ToolManifest,
+    outcome: RunOutcome,
+    limits: EffectiveLimits,
+    engine: String,
+) -> ToolResult {
     let tool = manifest.tool_ref();
-    let stderr = String::from_utf8_lossy(&outcome.stderr).trim_end().to_owned();
+    let stderr = String::from_utf8_lossy(&outcome.stderr)
+        .trim_end()
+        .to_owned();
     let failure = |kind, message: String, hint: &str| {
-        Some(ToolFailure { kind, message, hint: hint.to_owned(), violations: Vec::new() })
+        Some(ToolFailure {
+            kind,
+            message,
+            hint: hint.to_owned(),
+            violations: Vec::new(),
+        })
     };
     let (output, failure) = match outcome.status {
         RunStatus::Exited(0) => match serde_json::from_slice::<Value>(&outcome.stdout) {
             Ok(value) => (Some(value), None),
             Err(error) => {
-                let start: String = String::from_utf8_lossy(&outcome.stdout).chars().take(200).collect();
-                let message = format!("{tool} wrote output that is not JSON ({error}); it began with {start:?}");
-                (None, failure(FailureKind::InvalidOutput, message, "this is a bug in the tool; report it to its publisher"))
+                let start: String = String::from_utf8_lossy(&outcome.stdout)
+                    .chars()
+                    .take(200)
+                    .collect();
+                let message = format!(
+                    "{tool} wrote output that is not JSON ({error}); it began with {start:?}"
+                );
+                (
+                    None,
+                    failure(
+                        FailureKind::InvalidOutput,
+                        message,
+                        "this is a bug in the tool; report it to its publisher",
+                    ),
+                )
             }
         },
         RunStatus::Exited(code) => {
-            let message = if stderr.is_empty() { format!("{tool} failed with exit code {code} and no message") } else { stderr.clone() };
+            let message = if stderr.is_empty() {
+                format!("{tool} failed with exit code {code} and no message")
+            } else {
+                stderr.clone()
+            };
             let hint = "read the message, correct the arguments and call again";
-            (None, failure(FailureKind::ToolError { exit_code: code }, message, hint))
+            (
+                None,
+                failure(FailureKind::ToolError { exit_code: code }, message, hint),
+            )
         }
         RunStatus::LimitExceeded(limit) => {
-            let message = format!("{tool} exceeded its {limit} limit ({}) and was stopped", limit_value(limit, &limits));
-            (None, failure(FailureKind::LimitExceeded { limit: limit.name() }, message, limit_hint(limit)))
+            let message = format!(
+                "{tool} exceeded its {limit} limit ({}) and was stopped",
+                limit_value(limit, &limits)
+            );
+            (
+                None,
+                failure(
+                    FailureKind::LimitExceeded {
+                        limit: limit.name(),
+                    },
+                    message,
+                    limit_hint(limit),
+                ),
+            )
         }
         RunStatus::Trapped(trap) => {
-            let detail = stderr.lines().find(|l| l.contains("panicked")).unwrap_or(&trap).to_owned();
+            let detail = stderr
+                .lines()
+                .find(|l| l.contains("panicked"))
+                .unwrap_or(&trap)
+                .to_owned();
             let message = format!("{tool} crashed: {detail}");
-            (None, failure(FailureKind::Crashed, message, "this is likely a bug in the tool; try other arguments or report it"))
+            (
+                None,
+                failure(
+                    FailureKind::Crashed,
+                    message,
+                    "this is likely a bug in the tool; try other arguments or report it",
+                ),
+            )
         }
         other => {
             let message = format!("{tool} ended unexpectedly: {other:?}");
-            (None, failure(FailureKind::Crashed, message, "report this to Locara's developers"))
+            (
+                None,
+                failure(
+                    FailureKind::Crashed,
+                    message,
+                    "report this to Locara's developers",
+                ),
+            )
         }
     };
     ToolResult {

@@ -35,7 +35,10 @@ mod validate_output;
 mod tests;
 
 pub use crate::{
-    call::{CallFuture, FailureKind, Grant, ParsedCall, ResolvedCall, RunStats, ToolCall, ToolFailure, ToolResult, Truncation},
+    call::{
+        CallFuture, FailureKind, Grant, ParsedCall, ResolvedCall, RunStats, ToolCall, ToolFailure,
+        ToolResult, Truncation,
+    },
     cap_output::{CapOutput, CapOutputLayer},
     check_capabilities::{CheckCapabilities, CheckCapabilitiesLayer},
     config::ExecConfig,

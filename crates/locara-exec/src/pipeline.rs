@@ -3,8 +3,8 @@
 use tower::{ServiceBuilder, util::BoxCloneService};
 
 use crate::{
-    CapOutputLayer, CheckCapabilitiesLayer, ExecConfig, ExecError, Execute, ResolveLayer, ToolCall, ToolResult,
-    ValidateIdLayer, ValidateInputLayer, ValidateOutputLayer,
+    CapOutputLayer, CheckCapabilitiesLayer, ExecConfig, ExecError, Execute, ResolveLayer, ToolCall,
+    ToolResult, ValidateIdLayer, ValidateInputLayer, ValidateOutputLayer,
 };
 
 /// The assembled pipeline: a cloneable `tower::Service<ToolCall>`.

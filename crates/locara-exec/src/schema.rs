@@ -13,10 +13,13 @@ use crate::{ExecError, SchemaViolation};
 /// At most this many violations are reported for one value.
 const MAX_VIOLATIONS: usize = 8;
 
+/// A manifest's digest and which of its schemas (`input_schema` or `output_schema`).
+type SchemaKey = (String, &'static str);
+
 /// Compiled schemas, keyed by the manifest's digest and which schema it is.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SchemaCache {
-    compiled: Arc<Mutex<HashMap<(String, &'static str), Arc<Validator>>>>,
+    compiled: Arc<Mutex<HashMap<SchemaKey, Arc<Validator>>>>,
 }
 
 impl SchemaCache {
@@ -29,18 +32,27 @@ impl SchemaCache {
         schema: &Value,
     ) -> Result<Arc<Validator>, ExecError> {
         let key = (manifest_digest.to_owned(), which);
-        if let Some(validator) = self.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(validator) = self
+            .compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
             return Ok(Arc::clone(validator));
         }
         // Default features are off: a schema that `$ref`s a remote URL fails to compile
         // instead of fetching anything.
-        let validator = jsonschema::validator_for(schema).map_err(|e| ExecError::InvalidSchema {
-            tool: tool.to_owned(),
-            which,
-            message: e.to_string(),
-        })?;
+        let validator =
+            jsonschema::validator_for(schema).map_err(|e| ExecError::InvalidSchema {
+                tool: tool.to_owned(),
+                which,
+                message: e.to_string(),
+            })?;
         let validator = Arc::new(validator);
-        self.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(key, Arc::clone(&validator));
+        self.compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, Arc::clone(&validator));
         Ok(validator)
     }
 }

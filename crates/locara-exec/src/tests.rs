@@ -8,12 +8,22 @@ use tower::{Layer, ServiceExt, service_fn};
 use crate::{ExecError, ParsedCall, ToolCall, ValidateIdLayer, cap_output::cap_value};
 
 /// An inner service that records what reaches it and answers with a marker error.
-fn recorder() -> (Arc<Mutex<Vec<ParsedCall>>>, impl tower::Service<ParsedCall, Response = crate::ToolResult, Error = ExecError, Future = impl Send> + Clone + Send + 'static) {
+fn recorder() -> (
+    Arc<Mutex<Vec<ParsedCall>>>,
+    impl tower::Service<ParsedCall, Response = crate::ToolResult, Error = ExecError, Future = impl Send>
+    + Clone
+    + Send
+    + 'static,
+) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     let service = service_fn(move |call: ParsedCall| {
         log.lock().unwrap().push(call);
-        async { Err::<crate::ToolResult, _>(ExecError::Cancelled("reached the inner service".to_owned())) }
+        async {
+            Err::<crate::ToolResult, _>(ExecError::Cancelled(
+                "reached the inner service".to_owned(),
+            ))
+        }
     });
     (seen, service)
 }
@@ -21,7 +31,10 @@ fn recorder() -> (Arc<Mutex<Vec<ParsedCall>>>, impl tower::Service<ParsedCall, R
 #[tokio::test]
 async fn validate_id_parses_and_forwards() {
     let (seen, inner) = recorder();
-    let error = ValidateIdLayer::new().layer(inner).oneshot(ToolCall::new(" text.chunk@0.1.0 ", json!({"text": "x"}))).await;
+    let error = ValidateIdLayer::new()
+        .layer(inner)
+        .oneshot(ToolCall::new(" text.chunk@0.1.0 ", json!({"text": "x"})))
+        .await;
     assert!(matches!(error, Err(ExecError::Cancelled(_))), "{error:?}");
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1);
@@ -32,9 +45,18 @@ async fn validate_id_parses_and_forwards() {
 #[tokio::test]
 async fn validate_id_refuses_without_calling_inner() {
     let (seen, inner) = recorder();
-    let error = ValidateIdLayer::new().layer(inner).oneshot(ToolCall::new("Text Chunk", json!({}))).await.unwrap_err();
+    let error = ValidateIdLayer::new()
+        .layer(inner)
+        .oneshot(ToolCall::new("Text Chunk", json!({})))
+        .await
+        .unwrap_err();
     assert!(matches!(error, ExecError::InvalidToolRef { .. }), "{error}");
-    assert!(error.to_string().starts_with("invalid tool reference `Text Chunk`: "), "{error}");
+    assert!(
+        error
+            .to_string()
+            .starts_with("invalid tool reference `Text Chunk`: "),
+        "{error}"
+    );
     assert!(seen.lock().unwrap().is_empty());
 }
 
@@ -47,14 +69,18 @@ fn small_output_is_untouched() {
 
 #[test]
 fn long_strings_are_cut_and_short_ones_kept() {
-    let mut value = json!({"id": "keep-me", "body": "é".repeat(10_000), "list": ["x".repeat(5_000), "tiny"]});
+    let mut value =
+        json!({"id": "keep-me", "body": "é".repeat(10_000), "list": ["x".repeat(5_000), "tiny"]});
     let truncation = cap_value(&mut value, 2_000).expect("cut");
     assert!(truncation.returned_bytes <= 2_000, "{truncation:?}");
     assert_eq!(truncation.original_bytes, serde_json::to_vec(&json!({"id": "keep-me", "body": "é".repeat(10_000), "list": ["x".repeat(5_000), "tiny"]})).unwrap().len());
     assert_eq!(value["id"], "keep-me");
     assert_eq!(value["list"][1], "tiny");
     let body = value["body"].as_str().unwrap();
-    assert!(body.starts_with("éé") && body.contains("…[truncated by locara: kept "), "{body}");
+    assert!(
+        body.starts_with("éé") && body.contains("…[truncated by locara: kept "),
+        "{body}"
+    );
 }
 
 #[test]

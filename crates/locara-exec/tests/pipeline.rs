@@ -16,7 +16,8 @@ fn home() -> &'static TestHome {
 
 fn build(kind: BackendKind, grants: Grants, cap: usize) -> Pipeline {
     let sandbox = Sandbox::new(&SandboxConfig::new(kind)).unwrap();
-    let config = ExecConfig::new(Arc::new(home().registry()), sandbox, grants).with_output_cap_bytes(cap);
+    let config =
+        ExecConfig::new(Arc::new(home().registry()), sandbox, grants).with_output_cap_bytes(cap);
     pipeline(&config)
 }
 
@@ -52,44 +53,95 @@ macro_rules! both {
 
 both!(text_chunk_runs_end_to_end, |kind| {
     let text = "First paragraph. It has two sentences.\n\nSecond paragraph is here.";
-    let result = call(kind, grants(), ToolCall::new("text.chunk", json!({"text": text, "max_chars": 30}))).await.unwrap();
+    let result = call(
+        kind,
+        grants(),
+        ToolCall::new("text.chunk", json!({"text": text, "max_chars": 30})),
+    )
+    .await
+    .unwrap();
     assert!(result.failure.is_none(), "{:?}", result.failure);
     let output = result.output.unwrap();
     let chunks = output["chunks"].as_array().unwrap();
     assert!(chunks.len() >= 3, "{output}");
     let joined: String = chunks.iter().map(|c| c["text"].as_str().unwrap()).collect();
     assert_eq!(joined, text);
-    assert!(chunks.iter().all(|c| c["text"].as_str().unwrap().chars().count() <= 30));
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["text"].as_str().unwrap().chars().count() <= 30)
+    );
     assert_eq!(result.tool.to_string(), "text.chunk@0.1.0");
     assert_eq!(result.stats.engine, kind.name());
 });
 
 both!(bad_tool_reference_is_refused_before_resolving, |kind| {
-    let error = call(kind, grants(), ToolCall::new("Text Chunk!", json!({}))).await.unwrap_err();
+    let error = call(kind, grants(), ToolCall::new("Text Chunk!", json!({})))
+        .await
+        .unwrap_err();
     assert!(matches!(error, ExecError::InvalidToolRef { .. }), "{error}");
     assert!(error.hint().contains("id@version"));
 });
 
 both!(unknown_tool_lists_what_exists, |kind| {
-    let error = call(kind, grants(), ToolCall::new("text.chunker", json!({}))).await.unwrap_err();
+    let error = call(kind, grants(), ToolCall::new("text.chunker", json!({})))
+        .await
+        .unwrap_err();
     let message = error.to_string();
-    assert!(message.contains("text.chunker") && message.contains("text.chunk@0.1.0"), "{message}");
+    assert!(
+        message.contains("text.chunker") && message.contains("text.chunk@0.1.0"),
+        "{message}"
+    );
 });
 
-both!(invalid_input_names_the_json_pointer_and_constraint, |kind| {
-    let error = call(kind, grants(), ToolCall::new("text.chunk", json!({"text": "x", "max_chars": "ten"}))).await.unwrap_err();
-    let ExecError::InvalidInput { violations, .. } = &error else { panic!("{error}") };
-    assert_eq!(violations[0].pointer, "/max_chars");
-    assert!(violations[0].constraint.starts_with("type at "), "{:?}", violations[0]);
-    assert!(error.hint().contains("/max_chars"), "{}", error.hint());
+both!(
+    invalid_input_names_the_json_pointer_and_constraint,
+    |kind| {
+        let error = call(
+            kind,
+            grants(),
+            ToolCall::new("text.chunk", json!({"text": "x", "max_chars": "ten"})),
+        )
+        .await
+        .unwrap_err();
+        let ExecError::InvalidInput { violations, .. } = &error else {
+            panic!("{error}")
+        };
+        assert_eq!(violations[0].pointer, "/max_chars");
+        assert!(
+            violations[0].constraint.starts_with("type at "),
+            "{:?}",
+            violations[0]
+        );
+        assert!(error.hint().contains("/max_chars"), "{}", error.hint());
 
-    let error = call(kind, grants(), ToolCall::new("text.chunk", json!({"max_chars": 0}))).await.unwrap_err();
-    let ExecError::InvalidInput { violations, .. } = &error else { panic!("{error}") };
-    let pointers: Vec<&str> = violations.iter().map(|v| v.pointer.as_str()).collect();
-    assert!(pointers.contains(&"") && pointers.contains(&"/max_chars"), "{violations:?}");
-    assert!(violations.iter().any(|v| v.constraint.starts_with("required")));
-    assert!(violations.iter().any(|v| v.constraint.starts_with("minimum")));
-});
+        let error = call(
+            kind,
+            grants(),
+            ToolCall::new("text.chunk", json!({"max_chars": 0})),
+        )
+        .await
+        .unwrap_err();
+        let ExecError::InvalidInput { violations, .. } = &error else {
+            panic!("{error}")
+        };
+        let pointers: Vec<&str> = violations.iter().map(|v| v.pointer.as_str()).collect();
+        assert!(
+            pointers.contains(&"") && pointers.contains(&"/max_chars"),
+            "{violations:?}"
+        );
+        assert!(
+            violations
+                .iter()
+                .any(|v| v.constraint.starts_with("required"))
+        );
+        assert!(
+            violations
+                .iter()
+                .any(|v| v.constraint.starts_with("minimum"))
+        );
+    }
+);
 
 /// The probe declares a read-only workspace; these give it one.
 fn probe_call(op: Value, dir: &std::path::Path) -> ToolCall {
@@ -102,35 +154,74 @@ fn granted(dir: &std::path::Path) -> Grants {
 
 both!(output_breaking_its_schema_is_a_tool_failure, |kind| {
     let dir = tempfile::tempdir().unwrap();
-    let result = call(kind, granted(dir.path()), probe_call(json!({"op": "output", "bytes": 3}), dir.path())).await.unwrap();
+    let result = call(
+        kind,
+        granted(dir.path()),
+        probe_call(json!({"op": "output", "bytes": 3}), dir.path()),
+    )
+    .await
+    .unwrap();
     let failure = result.failure.expect("invalid output");
     assert_eq!(failure.kind, FailureKind::InvalidOutput);
-    let constraints: Vec<&str> = failure.violations.iter().map(|v| v.constraint.as_str()).collect();
-    assert!(constraints.iter().any(|c| c.starts_with("required")), "{constraints:?}");
-    assert_eq!(result.output, Some(json!({"data": "xxx"})), "the invalid output is kept for inspection");
+    let constraints: Vec<&str> = failure
+        .violations
+        .iter()
+        .map(|v| v.constraint.as_str())
+        .collect();
+    assert!(
+        constraints.iter().any(|c| c.starts_with("required")),
+        "{constraints:?}"
+    );
+    assert_eq!(
+        result.output,
+        Some(json!({"data": "xxx"})),
+        "the invalid output is kept for inspection"
+    );
 });
 
 both!(output_that_is_not_json_is_a_tool_failure, |kind| {
     let dir = tempfile::tempdir().unwrap();
-    let result = call(kind, granted(dir.path()), probe_call(json!({"op": "raw", "text": "hello"}), dir.path())).await.unwrap();
+    let result = call(
+        kind,
+        granted(dir.path()),
+        probe_call(json!({"op": "raw", "text": "hello"}), dir.path()),
+    )
+    .await
+    .unwrap();
     let failure = result.failure.expect("invalid output");
     assert_eq!(failure.kind, FailureKind::InvalidOutput);
-    assert!(failure.message.contains("not JSON") && failure.message.contains("hello"), "{}", failure.message);
+    assert!(
+        failure.message.contains("not JSON") && failure.message.contains("hello"),
+        "{}",
+        failure.message
+    );
 });
 
 both!(exceeded_limit_is_a_structured_failure, |kind| {
     let dir = tempfile::tempdir().unwrap();
-    let result = call(kind, granted(dir.path()), probe_call(json!({"op": "spin"}), dir.path())).await.unwrap();
+    let result = call(
+        kind,
+        granted(dir.path()),
+        probe_call(json!({"op": "spin"}), dir.path()),
+    )
+    .await
+    .unwrap();
     let failure = result.failure.expect("limit");
     assert_eq!(failure.kind, FailureKind::LimitExceeded { limit: "fuel" });
-    assert!(failure.message.contains("fuel limit (50000000 units)"), "{}", failure.message);
+    assert!(
+        failure.message.contains("fuel limit (50000000 units)"),
+        "{}",
+        failure.message
+    );
     assert!(failure.hint.contains("smaller"));
 });
 
 both!(tool_error_carries_its_message_and_exit_code, |kind| {
     let dir = tempfile::tempdir().unwrap();
     let op = json!({"op": "exit", "code": 3, "stderr": "cannot parse page 4"});
-    let result = call(kind, granted(dir.path()), probe_call(op, dir.path())).await.unwrap();
+    let result = call(kind, granted(dir.path()), probe_call(op, dir.path()))
+        .await
+        .unwrap();
     let failure = result.failure.expect("tool error");
     assert_eq!(failure.kind, FailureKind::ToolError { exit_code: 3 });
     assert_eq!(failure.message, "cannot parse page 4");
@@ -141,59 +232,132 @@ both!(workspace_must_be_selected_and_granted, |kind| {
     std::fs::write(dir.path().join("note.txt"), "granted").unwrap();
     let read = json!({"op": "read", "path": "/workspace/note.txt"});
 
-    let error = call(kind, granted(dir.path()), ToolCall::new("test.probe", read.clone())).await.unwrap_err();
+    let error = call(
+        kind,
+        granted(dir.path()),
+        ToolCall::new("test.probe", read.clone()),
+    )
+    .await
+    .unwrap_err();
     assert!(error.to_string().contains("workspace directory"), "{error}");
 
     let elsewhere = tempfile::tempdir().unwrap();
-    let error = call(kind, granted(elsewhere.path()), probe_call(read.clone(), dir.path())).await.unwrap_err();
-    assert!(matches!(error, ExecError::CapabilityDenied { .. }) && error.to_string().contains("not inside"), "{error}");
+    let error = call(
+        kind,
+        granted(elsewhere.path()),
+        probe_call(read.clone(), dir.path()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, ExecError::CapabilityDenied { .. })
+            && error.to_string().contains("not inside"),
+        "{error}"
+    );
 
-    let result = call(kind, granted(dir.path()), probe_call(read, dir.path())).await.unwrap();
+    let result = call(kind, granted(dir.path()), probe_call(read, dir.path()))
+        .await
+        .unwrap();
     // The probe's output schema accepts only `echo`, so this is an invalid-output failure,
     // but the output shows the granted file was read.
-    assert_eq!(result.output.unwrap(), json!({"ok": true, "content": "granted"}));
+    assert_eq!(
+        result.output.unwrap(),
+        json!({"ok": true, "content": "granted"})
+    );
 });
 
 both!(a_subdirectory_of_a_grant_is_granted, |kind| {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::write(dir.path().join("sub/a.txt"), "a").unwrap();
-    let result = call(kind, granted(dir.path()), probe_call(json!({"op": "list", "path": "/workspace"}), &dir.path().join("sub")))
-        .await
-        .unwrap();
+    let result = call(
+        kind,
+        granted(dir.path()),
+        probe_call(
+            json!({"op": "list", "path": "/workspace"}),
+            &dir.path().join("sub"),
+        ),
+    )
+    .await
+    .unwrap();
     assert_eq!(result.output.unwrap()["entries"], json!(["a.txt"]));
 });
 
 both!(write_tool_needs_a_writable_grant, |kind| {
     let dir = tempfile::tempdir().unwrap();
     let args = json!({"path": "out.txt", "content": "hello"});
-    let error = call(kind, granted(dir.path()), ToolCall::new("filesystem.write", args.clone()).with_workspace(dir.path()))
-        .await
-        .unwrap_err();
+    let error = call(
+        kind,
+        granted(dir.path()),
+        ToolCall::new("filesystem.write", args.clone()).with_workspace(dir.path()),
+    )
+    .await
+    .unwrap_err();
     assert!(error.to_string().contains("write access"), "{error}");
     assert!(!dir.path().join("out.txt").exists());
 
     let writable = grants().with_fs(FsGrant::new(dir.path()).with_write(true));
-    let result = call(kind, writable, ToolCall::new("filesystem.write", args).with_workspace(dir.path())).await.unwrap();
+    let result = call(
+        kind,
+        writable,
+        ToolCall::new("filesystem.write", args).with_workspace(dir.path()),
+    )
+    .await
+    .unwrap();
     assert!(result.failure.is_none(), "{:?}", result.failure);
-    assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).unwrap(), "hello");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "hello"
+    );
 });
 
 both!(safety_tier_above_the_apps_maximum_is_denied, |kind| {
     let dir = tempfile::tempdir().unwrap();
     let read_only_app = Grants::new().with_fs(FsGrant::new(dir.path()).with_write(true));
     let args = json!({"path": "out.txt", "content": "hello"});
-    let error = call(kind, read_only_app, ToolCall::new("filesystem.write", args).with_workspace(dir.path())).await.unwrap_err();
-    assert!(error.to_string().contains("side_effecting safety tier"), "{error}");
+    let error = call(
+        kind,
+        read_only_app,
+        ToolCall::new("filesystem.write", args).with_workspace(dir.path()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("side_effecting safety tier"),
+        "{error}"
+    );
 });
 
-both!(long_output_is_capped_with_a_marker_and_stays_valid, |kind| {
-    let text = "word ".repeat(4000);
-    let capped = build(kind, grants(), 2_000);
-    let result = capped.oneshot(ToolCall::new("text.chunk", json!({"text": text, "max_chars": 20_000}))).await.unwrap();
-    let truncation = result.truncation.expect("cut");
-    assert!(truncation.original_bytes > 20_000 && truncation.returned_bytes <= 2_000, "{truncation:?}");
-    assert!(result.failure.is_none(), "the capped output still matches its schema: {:?}", result.failure);
-    let chunk = result.output.unwrap()["chunks"][0]["text"].as_str().unwrap().to_owned();
-    assert!(chunk.contains("[truncated by locara: kept "), "{}", &chunk[chunk.len() - 80..]);
-});
+both!(
+    long_output_is_capped_with_a_marker_and_stays_valid,
+    |kind| {
+        let text = "word ".repeat(4000);
+        let capped = build(kind, grants(), 2_000);
+        let result = capped
+            .oneshot(ToolCall::new(
+                "text.chunk",
+                json!({"text": text, "max_chars": 20_000}),
+            ))
+            .await
+            .unwrap();
+        let truncation = result.truncation.expect("cut");
+        assert!(
+            truncation.original_bytes > 20_000 && truncation.returned_bytes <= 2_000,
+            "{truncation:?}"
+        );
+        assert!(
+            result.failure.is_none(),
+            "the capped output still matches its schema: {:?}",
+            result.failure
+        );
+        let chunk = result.output.unwrap()["chunks"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            chunk.contains("[truncated by locara: kept "),
+            "{}",
+            &chunk[chunk.len() - 80..]
+        );
+    }
+);

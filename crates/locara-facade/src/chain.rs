@@ -25,9 +25,15 @@ fn bind_at(value: &Value, outputs: &[Value], pointer: &mut String) -> Result<Val
     match value {
         Value::Object(map) if map.len() == 1 && map.contains_key("$ref") => {
             let Value::String(reference) = &map["$ref"] else {
-                return Err(BindError { pointer: pointer.clone(), message: "`$ref` must be a string".to_owned() });
+                return Err(BindError {
+                    pointer: pointer.clone(),
+                    message: "`$ref` must be a string".to_owned(),
+                });
             };
-            lookup(reference, outputs).map_err(|message| BindError { pointer: pointer.clone(), message })
+            lookup(reference, outputs).map_err(|message| BindError {
+                pointer: pointer.clone(),
+                message,
+            })
         }
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
@@ -56,13 +62,22 @@ fn bind_at(value: &Value, outputs: &[Value], pointer: &mut String) -> Result<Val
 
 fn lookup(reference: &str, outputs: &[Value]) -> Result<Value, String> {
     let mut segments = reference.split('.');
-    let (Some("steps"), Some(index), Some("output")) = (segments.next(), segments.next(), segments.next()) else {
-        return Err(format!("`{reference}` is not of the form `steps.N.output[.field…]`"));
+    let (Some("steps"), Some(index), Some("output")) =
+        (segments.next(), segments.next(), segments.next())
+    else {
+        return Err(format!(
+            "`{reference}` is not of the form `steps.N.output[.field…]`"
+        ));
     };
-    let index: usize = index.parse().map_err(|_| format!("`{index}` in `{reference}` is not a step number"))?;
+    let index: usize = index
+        .parse()
+        .map_err(|_| format!("`{index}` in `{reference}` is not a step number"))?;
     let mut current = outputs.get(index).ok_or_else(|| match outputs.len() {
         0 => format!("`{reference}` names step {index}, but this is the first step"),
-        n => format!("`{reference}` names step {index}, but only steps 0 to {} ran before this one", n - 1),
+        n => format!(
+            "`{reference}` names step {index}, but only steps 0 to {} ran before this one",
+            n - 1
+        ),
     })?;
     let mut walked = format!("steps.{index}.output");
     for segment in segments {
@@ -73,7 +88,10 @@ fn lookup(reference: &str, outputs: &[Value]) -> Result<Value, String> {
         };
         current = next.ok_or_else(|| {
             let available = match current {
-                Value::Object(map) => format!("its fields are: {}", map.keys().cloned().collect::<Vec<_>>().join(", ")),
+                Value::Object(map) => format!(
+                    "its fields are: {}",
+                    map.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
                 Value::Array(items) => format!("it is an array of {} items", items.len()),
                 other => format!("it is {}", kind(other)),
             };

@@ -8,20 +8,20 @@ use crate::{ErrorReport, types::ViolationReport};
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{}", report.message)]
 pub struct Error {
-    report: ErrorReport,
+    report: Box<ErrorReport>,
 }
 
 impl Error {
     pub(crate) fn new(code: &str, message: impl Into<String>, hint: impl Into<String>) -> Error {
         Error {
-            report: ErrorReport {
+            report: Box::new(ErrorReport {
                 code: code.to_owned(),
                 message: message.into(),
                 hint: hint.into(),
                 violations: Vec::new(),
                 limit: None,
                 exit_code: None,
-            },
+            }),
         }
     }
 
@@ -59,6 +59,10 @@ impl From<locara_registry::Error> for Error {
 
 impl From<&locara_exec::SchemaViolation> for ViolationReport {
     fn from(v: &locara_exec::SchemaViolation) -> ViolationReport {
-        ViolationReport { pointer: v.pointer.clone(), constraint: v.constraint.clone(), message: v.message.clone() }
+        ViolationReport {
+            pointer: v.pointer.clone(),
+            constraint: v.constraint.clone(),
+            message: v.message.clone(),
+        }
     }
 }

@@ -40,7 +40,7 @@ pub use crate::{
     error::Error,
     locara::{Locara, LocaraConfig},
     types::{
-        ChainRequest, ChainResponse, ErrorReport, LimitsReport, RunRequest, RunResponse, StatsReport, ToolDescription,
-        ToolSummary, TruncationReport, ViolationReport,
+        ChainRequest, ChainResponse, ErrorReport, LimitsReport, RunRequest, RunResponse,
+        StatsReport, ToolDescription, ToolSummary, TruncationReport, ViolationReport,
     },
 };

@@ -1,10 +1,6 @@
 //! [`Locara`]: the entry point a host builds from a [`LocaraConfig`].
 
-use std::{
-    collections::HashMap,
-    path::PathBuf,
-    sync::Arc,
-};
+use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
 use locara_exec::{ExecConfig, Pipeline, Resolver, ToolCall, ToolResult};
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
@@ -13,8 +9,8 @@ use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
 use tower::ServiceExt;
 
 use crate::{
-    ChainRequest, ChainResponse, Error, ErrorReport, RunRequest, RunResponse, ToolDescription, ToolSummary,
-    chain,
+    ChainRequest, ChainResponse, Error, ErrorReport, RunRequest, RunResponse, ToolDescription,
+    ToolSummary, chain,
     search::{self, Document},
     types::{LimitsReport, StatsReport, TruncationReport, ViolationReport},
 };
@@ -130,8 +126,13 @@ impl Resolver for AppResolver {
                 }
                 // Anything else is not the app's to call.
                 _ => {
-                    let mut available: Vec<String> = declared.values().map(ToString::to_string).collect();
-                    available.extend(self.custom.values().map(|a| a.manifest().tool_ref().to_string()));
+                    let mut available: Vec<String> =
+                        declared.values().map(ToString::to_string).collect();
+                    available.extend(
+                        self.custom
+                            .values()
+                            .map(|a| a.manifest().tool_ref().to_string()),
+                    );
                     available.sort();
                     Err(locara_registry::Error::ToolNotFound {
                         reference: tool.to_string(),
@@ -160,7 +161,6 @@ struct Entry {
     artifact_sha256: String,
 }
 
-
 impl Locara {
     /// Opens the registry under `config.home`, verifies the app's own tools, and starts the
     /// engine.
@@ -170,7 +170,11 @@ impl Locara {
     /// engine cannot start.
     pub fn new(config: &LocaraConfig) -> Result<Locara, Error> {
         let trust_dir = config.trust_dir();
-        let trust = if trust_dir.is_dir() { TrustStore::load_dir(&trust_dir)? } else { TrustStore::new() };
+        let trust = if trust_dir.is_dir() {
+            TrustStore::load_dir(&trust_dir)?
+        } else {
+            TrustStore::new()
+        };
         let registry = Registry::new(
             RegistryConfig::new(config.registry_dir())
                 .with_cache_dir(config.home.join("cache"))
@@ -195,9 +199,14 @@ impl Locara {
                     AppTool::Registry(reference) => {
                         pinned.insert(reference.id.clone(), reference.clone());
                     }
-                    AppTool::Custom { path, manifest, signature } => {
+                    AppTool::Custom {
+                        path,
+                        manifest,
+                        signature,
+                    } => {
                         let at = |p: &PathBuf| config.app_dir.join(p);
-                        let artifact = registry.verify_path(&at(manifest), &at(signature), &at(path))?;
+                        let artifact =
+                            registry.verify_path(&at(manifest), &at(signature), &at(path))?;
                         custom.insert(artifact.manifest().id.clone(), artifact);
                     }
                     _ => {}
@@ -214,11 +223,16 @@ impl Locara {
         for tool in listing.tools {
             let callable = match &declared {
                 None => true,
-                Some(declared) => declared.get(&tool.id).is_some_and(|r| r.version.as_ref() == Some(&tool.version)),
+                Some(declared) => declared
+                    .get(&tool.id)
+                    .is_some_and(|r| r.version.as_ref() == Some(&tool.version)),
             };
             if callable {
                 let artifact_sha256 = tool.manifest.artifact.sha256.as_str().to_owned();
-                catalog.push(Entry { manifest: tool.manifest, artifact_sha256 });
+                catalog.push(Entry {
+                    manifest: tool.manifest,
+                    artifact_sha256,
+                });
             }
         }
         for artifact in custom.values() {
@@ -227,7 +241,9 @@ impl Locara {
                 artifact_sha256: artifact.artifact_digest().to_string(),
             });
         }
-        catalog.sort_by(|a, b| (&a.manifest.id, &a.manifest.version).cmp(&(&b.manifest.id, &b.manifest.version)));
+        catalog.sort_by(|a, b| {
+            (&a.manifest.id, &a.manifest.version).cmp(&(&b.manifest.id, &b.manifest.version))
+        });
 
         let mut sandbox_config = SandboxConfig::new(config.engine);
         sandbox_config.cache_dir(config.home.join("cache").join("compiled"));
@@ -235,9 +251,18 @@ impl Locara {
             sandbox_config.temp_root(temp_root);
         }
         let sandbox = Sandbox::new(&sandbox_config).map_err(locara_exec::ExecError::from)?;
-        let resolver = Arc::new(AppResolver { registry, custom, declared });
-        let exec = ExecConfig::new(resolver, sandbox, grants).with_output_cap_bytes(config.output_cap_bytes);
-        Ok(Locara { pipeline: locara_exec::pipeline(&exec), catalog, engine: config.engine })
+        let resolver = Arc::new(AppResolver {
+            registry,
+            custom,
+            declared,
+        });
+        let exec = ExecConfig::new(resolver, sandbox, grants)
+            .with_output_cap_bytes(config.output_cap_bytes);
+        Ok(Locara {
+            pipeline: locara_exec::pipeline(&exec),
+            catalog,
+            engine: config.engine,
+        })
     }
 
     /// The engine this instance runs tools on.
@@ -247,7 +272,10 @@ impl Locara {
 
     /// Every callable tool (the newest version of each id last), without scores.
     pub fn list(&self) -> Vec<ToolSummary> {
-        self.catalog.iter().map(|e| summary(&e.manifest, None)).collect()
+        self.catalog
+            .iter()
+            .map(|e| summary(&e.manifest, None))
+            .collect()
     }
 
     /// Tools whose id, name or description match `query`, best first, at most `limit`.
@@ -264,7 +292,12 @@ impl Locara {
         search::rank(&documents, query)
             .into_iter()
             .take(limit)
-            .map(|(i, score)| summary(&self.catalog[i].manifest, Some((score * 1000.0).round() / 1000.0)))
+            .map(|(i, score)| {
+                summary(
+                    &self.catalog[i].manifest,
+                    Some((score * 1000.0).round() / 1000.0),
+                )
+            })
             .collect()
     }
 
@@ -274,15 +307,29 @@ impl Locara {
     /// `invalid_tool_ref` or `not_found`, with the ids that do exist.
     pub fn describe(&self, tool: &str) -> Result<ToolDescription, Error> {
         let reference: ToolRef = tool.trim().parse().map_err(|e: locara_manifest::Error| {
-            Error::new("invalid_tool_ref", format!("invalid tool reference `{tool}`: {e}"), "name a tool as `id` or `id@version`")
+            Error::new(
+                "invalid_tool_ref",
+                format!("invalid tool reference `{tool}`: {e}"),
+                "name a tool as `id` or `id@version`",
+            )
         })?;
         let entry = self
             .catalog
             .iter()
             .rev()
-            .find(|e| e.manifest.id == reference.id && reference.version.as_ref().is_none_or(|v| v == &e.manifest.version))
+            .find(|e| {
+                e.manifest.id == reference.id
+                    && reference
+                        .version
+                        .as_ref()
+                        .is_none_or(|v| v == &e.manifest.version)
+            })
             .ok_or_else(|| {
-                let ids: Vec<String> = self.catalog.iter().map(|e| e.manifest.tool_ref().to_string()).collect();
+                let ids: Vec<String> = self
+                    .catalog
+                    .iter()
+                    .map(|e| e.manifest.tool_ref().to_string())
+                    .collect();
                 Error::new(
                     "not_found",
                     format!("no tool `{reference}`; available: {}", ids.join(", ")),
@@ -335,10 +382,17 @@ impl Locara {
             let arguments = match chain::bind(&step.arguments, &outputs) {
                 Ok(arguments) => arguments,
                 Err(error) => {
-                    let pointer = if error.pointer.is_empty() { "/".to_owned() } else { error.pointer.clone() };
+                    let pointer = if error.pointer.is_empty() {
+                        "/".to_owned()
+                    } else {
+                        error.pointer.clone()
+                    };
                     let mut report = Error::new(
                         "invalid_binding",
-                        format!("step {index} ({}): cannot bind the `$ref` at {pointer}: {}", step.tool, error.message),
+                        format!(
+                            "step {index} ({}): cannot bind the `$ref` at {pointer}: {}",
+                            step.tool, error.message
+                        ),
                         "refer to an earlier step's output as {\"$ref\": \"steps.N.output.field\"}",
                     )
                     .report()
@@ -348,30 +402,57 @@ impl Locara {
                         constraint: "$ref".to_owned(),
                         message: error.message,
                     }];
-                    return ChainResponse { ok: false, steps, failed_step: Some(index), error: Some(report) };
+                    return ChainResponse {
+                        ok: false,
+                        steps,
+                        failed_step: Some(index),
+                        error: Some(report),
+                    };
                 }
             };
-            let request = RunRequest { tool: step.tool, arguments, workspace: step.workspace };
+            let request = RunRequest {
+                tool: step.tool,
+                arguments,
+                workspace: step.workspace,
+            };
             match self.run(request).await {
                 Ok(response) => {
                     let ok = response.ok;
                     outputs.push(response.output.clone().unwrap_or(serde_json::Value::Null));
                     steps.push(response);
                     if !ok {
-                        return ChainResponse { ok: false, steps, failed_step: Some(index), error: None };
+                        return ChainResponse {
+                            ok: false,
+                            steps,
+                            failed_step: Some(index),
+                            error: None,
+                        };
                     }
                 }
                 Err(error) => {
-                    return ChainResponse { ok: false, steps, failed_step: Some(index), error: Some(error.report().clone()) };
+                    return ChainResponse {
+                        ok: false,
+                        steps,
+                        failed_step: Some(index),
+                        error: Some(error.report().clone()),
+                    };
                 }
             }
         }
-        ChainResponse { ok: true, steps, failed_step: None, error: None }
+        ChainResponse {
+            ok: true,
+            steps,
+            failed_step: None,
+            error: None,
+        }
     }
 }
 
 fn tier_name(tier: SafetyTier) -> String {
-    serde_json::to_value(tier).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    serde_json::to_value(tier)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 fn summary(m: &ToolManifest, score: Option<f64>) -> ToolSummary {
@@ -420,9 +501,10 @@ fn response(result: ToolResult) -> RunResponse {
         output: result.output,
         error,
         stderr: result.stderr,
-        truncated: result
-            .truncation
-            .map(|t| TruncationReport { original_bytes: t.original_bytes, returned_bytes: t.returned_bytes }),
+        truncated: result.truncation.map(|t| TruncationReport {
+            original_bytes: t.original_bytes,
+            returned_bytes: t.returned_bytes,
+        }),
         stats: StatsReport {
             engine: stats.engine.clone(),
             elapsed_ms: stats.elapsed.as_secs_f64() * 1000.0,

@@ -14,20 +14,28 @@ pub(crate) struct Document {
 }
 
 fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// Scores every document against `query`; returns `(index, score)` for the documents that
 /// match, best first (ties broken by id).
 pub(crate) fn rank(documents: &[Document], query: &str) -> Vec<(usize, f64)> {
-    let fields: Vec<[Vec<String>; 3]> =
-        documents.iter().map(|d| [words(&d.id), words(&d.name), words(&d.description)]).collect();
+    let fields: Vec<[Vec<String>; 3]> = documents
+        .iter()
+        .map(|d| [words(&d.id), words(&d.name), words(&d.description)])
+        .collect();
     let n = documents.len() as f64;
     let mut scores = vec![0.0; documents.len()];
     for term in words(query) {
         let matches = |w: &String| w == &term;
         let prefixes = |w: &String| term.len() >= 3 && w.starts_with(&term);
-        let df = fields.iter().filter(|f| f.iter().flatten().any(|w| matches(w) || prefixes(w))).count() as f64;
+        let df = fields
+            .iter()
+            .filter(|f| f.iter().flatten().any(|w| matches(w) || prefixes(w)))
+            .count() as f64;
         if df == 0.0 {
             continue;
         }
@@ -42,7 +50,14 @@ pub(crate) fn rank(documents: &[Document], query: &str) -> Vec<(usize, f64)> {
             }
         }
     }
-    let mut hits: Vec<(usize, f64)> = scores.into_iter().enumerate().filter(|&(_, s)| s > 0.0).collect();
-    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| documents[a.0].id.cmp(&documents[b.0].id)));
+    let mut hits: Vec<(usize, f64)> = scores
+        .into_iter()
+        .enumerate()
+        .filter(|&(_, s)| s > 0.0)
+        .collect();
+    hits.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| documents[a.0].id.cmp(&documents[b.0].id))
+    });
     hits
 }

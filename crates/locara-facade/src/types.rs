@@ -27,7 +27,11 @@ fn empty_object() -> Value {
 impl RunRequest {
     /// A call of `tool` with `arguments`.
     pub fn new(tool: impl Into<String>, arguments: Value) -> RunRequest {
-        RunRequest { tool: tool.into(), arguments, workspace: None }
+        RunRequest {
+            tool: tool.into(),
+            arguments,
+            workspace: None,
+        }
     }
 
     /// Selects the directory the tool sees at `/workspace`.

@@ -1,11 +1,18 @@
 //! The facade end to end: a Locara home with signed built tools, as a host uses it.
 
-use locara_facade::{BackendKind, ChainRequest, FsGrant, Grants, Locara, LocaraConfig, RunRequest, SafetyTier};
+use locara_facade::{
+    BackendKind, ChainRequest, FsGrant, Grants, Locara, LocaraConfig, RunRequest, SafetyTier,
+};
 use locara_test_artifacts::TestHome;
 use serde_json::json;
 
 fn locara(home: &TestHome, engine: BackendKind, grants: Grants) -> Locara {
-    Locara::new(&LocaraConfig::new(home.path()).with_engine(engine).with_grants(grants)).expect("locara starts")
+    Locara::new(
+        &LocaraConfig::new(home.path())
+            .with_engine(engine)
+            .with_grants(grants),
+    )
+    .expect("locara starts")
 }
 
 #[test]
@@ -13,7 +20,13 @@ fn list_search_and_describe_the_catalog() {
     let home = TestHome::new();
     let locara = locara(&home, BackendKind::Wasmtime, Grants::new());
     let ids: Vec<String> = locara.list().into_iter().map(|t| t.tool).collect();
-    for id in ["bash.read-only@0.1.0", "file.edit@0.1.0", "filesystem.read@0.1.0", "text.chunk@0.1.0", "test.probe@0.1.0"] {
+    for id in [
+        "bash.read-only@0.1.0",
+        "file.edit@0.1.0",
+        "filesystem.read@0.1.0",
+        "text.chunk@0.1.0",
+        "test.probe@0.1.0",
+    ] {
         assert!(ids.contains(&id.to_owned()), "{id} missing from {ids:?}");
     }
     let hits = locara.search_tools("split text into chunks", 3);
@@ -36,7 +49,13 @@ async fn run_reports_success_failure_and_refusal_as_agents_see_them() {
     let home = TestHome::new();
     for engine in BackendKind::ALL {
         let locara = locara(&home, engine, Grants::new());
-        let ok = locara.run(RunRequest::new("text.chunk", json!({"text": "One. Two. Three.", "max_chars": 6}))).await.unwrap();
+        let ok = locara
+            .run(RunRequest::new(
+                "text.chunk",
+                json!({"text": "One. Two. Three.", "max_chars": 6}),
+            ))
+            .await
+            .unwrap();
         assert!(ok.ok, "{:?}", ok.error);
         assert_eq!(ok.stats.engine, engine.name());
         let wire = serde_json::to_value(&ok).unwrap();
@@ -45,7 +64,10 @@ async fn run_reports_success_failure_and_refusal_as_agents_see_them() {
             assert_eq!(wire["stats"]["limits"]["periodic"], json!(["wall_time"]));
         }
 
-        let refused = locara.run(RunRequest::new("text.chunk", json!({"text": 5}))).await.unwrap_err();
+        let refused = locara
+            .run(RunRequest::new("text.chunk", json!({"text": 5})))
+            .await
+            .unwrap_err();
         let report = serde_json::to_value(refused.report()).unwrap();
         assert_eq!(report["code"], "invalid_input");
         assert_eq!(report["violations"][0]["pointer"], "/text");
@@ -58,11 +80,16 @@ async fn chain_binds_an_earlier_result() {
     let home = TestHome::new();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("story.txt"), "Once upon a time. The end.").unwrap();
-    let grants = Grants::new().with_fs(FsGrant::new(dir.path())).with_max_safety_tier(SafetyTier::ReadOnly);
+    let grants = Grants::new()
+        .with_fs(FsGrant::new(dir.path()))
+        .with_max_safety_tier(SafetyTier::ReadOnly);
     let locara = locara(&home, BackendKind::Wasmtime, grants);
     let chain = ChainRequest::new(vec![
         RunRequest::new("filesystem.read", json!({"path": "story.txt"})).with_workspace(dir.path()),
-        RunRequest::new("text.chunk", json!({"text": {"$ref": "steps.0.output.content"}, "max_chars": 18})),
+        RunRequest::new(
+            "text.chunk",
+            json!({"text": {"$ref": "steps.0.output.content"}, "max_chars": 18}),
+        ),
     ]);
     let response = locara.run_chain(chain).await;
     assert!(response.ok, "{response:?}");
@@ -72,7 +99,10 @@ async fn chain_binds_an_earlier_result() {
 
     let broken = ChainRequest::new(vec![
         RunRequest::new("text.chunk", json!({"text": "a"})),
-        RunRequest::new("text.chunk", json!({"text": {"$ref": "steps.0.output.content"}})),
+        RunRequest::new(
+            "text.chunk",
+            json!({"text": {"$ref": "steps.0.output.content"}}),
+        ),
     ]);
     let response = locara.run_chain(broken).await;
     assert!(!response.ok);
@@ -80,18 +110,39 @@ async fn chain_binds_an_earlier_result() {
     let error = response.error.unwrap();
     assert_eq!(error.code, "invalid_binding");
     assert_eq!(error.violations[0].pointer, "/text");
-    assert!(error.message.contains("has no `content`; its fields are: chunks, count"), "{}", error.message);
+    assert!(
+        error
+            .message
+            .contains("has no `content`; its fields are: chunks, count"),
+        "{}",
+        error.message
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_app_manifest_limits_the_catalog_to_what_it_declares() {
     let home = TestHome::new();
-    let app = locara_facade::AppManifest::from_json(r#"{"schema_version": 1, "name": "demo", "tools": ["text.chunk@0.1.0"]}"#)
-        .unwrap();
+    let app = locara_facade::AppManifest::from_json(
+        r#"{"schema_version": 1, "name": "demo", "tools": ["text.chunk@0.1.0"]}"#,
+    )
+    .unwrap();
     let locara = Locara::new(&LocaraConfig::new(home.path()).with_app(app, home.path())).unwrap();
-    assert_eq!(locara.list().into_iter().map(|t| t.tool).collect::<Vec<_>>(), ["text.chunk@0.1.0"]);
-    let ok = locara.run(RunRequest::new("text.chunk", json!({"text": "hi"}))).await.unwrap();
+    assert_eq!(
+        locara
+            .list()
+            .into_iter()
+            .map(|t| t.tool)
+            .collect::<Vec<_>>(),
+        ["text.chunk@0.1.0"]
+    );
+    let ok = locara
+        .run(RunRequest::new("text.chunk", json!({"text": "hi"})))
+        .await
+        .unwrap();
     assert!(ok.ok);
-    let error = locara.run(RunRequest::new("filesystem.read", json!({"path": "x"}))).await.unwrap_err();
+    let error = locara
+        .run(RunRequest::new("filesystem.read", json!({"path": "x"})))
+        .await
+        .unwrap_err();
     assert!(error.to_string().contains("filesystem.read"), "{error}");
 }

@@ -26,7 +26,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// [`Error::UnsupportedImport`] for a module that imports anything the sandbox does not
     /// provide (checked here, before anything runs), and [`Error::NotACommand`] for a module
     /// without `_start` or without an exported memory.
-    fn compile(&self, wasm: &[u8], cache_key: Option<&str>) -> Result<Box<dyn CompiledModule>, Error>;
+    fn compile(
+        &self,
+        wasm: &[u8],
+        cache_key: Option<&str>,
+    ) -> Result<Box<dyn CompiledModule>, Error>;
 }
 
 /// A compiled module, ready to run.
@@ -60,18 +64,33 @@ impl Sandbox {
     pub fn new(config: &SandboxConfig) -> Result<Sandbox, Error> {
         let inner: Arc<dyn Backend> = match config.backend {
             #[cfg(feature = "wasmtime")]
-            BackendKind::Wasmtime => Arc::new(crate::wasmtime_backend::WasmtimeBackend::new(config)?),
+            BackendKind::Wasmtime => {
+                Arc::new(crate::wasmtime_backend::WasmtimeBackend::new(config)?)
+            }
             #[cfg(feature = "wasmi")]
             BackendKind::Wasmi => Arc::new(crate::wasmi_backend::WasmiBackend::new(config)?),
-            #[allow(unreachable_patterns, reason = "reachable when a backend feature is off")]
-            other => return Err(Error::BackendUnavailable { backend: other.name() }),
+            #[allow(
+                unreachable_patterns,
+                reason = "reachable when a backend feature is off"
+            )]
+            other => {
+                return Err(Error::BackendUnavailable {
+                    backend: other.name(),
+                });
+            }
         };
-        Ok(Sandbox { inner, kind: Some(config.backend) })
+        Ok(Sandbox {
+            inner,
+            kind: Some(config.backend),
+        })
     }
 
     /// Wraps a backend a host brings itself.
     pub fn from_backend(backend: Arc<dyn Backend>) -> Sandbox {
-        Sandbox { inner: backend, kind: None }
+        Sandbox {
+            inner: backend,
+            kind: None,
+        }
     }
 
     /// Which built-in backend this is, or `None` for one brought with [`Sandbox::from_backend`].
@@ -84,7 +103,9 @@ impl Sandbox {
     /// # Errors
     /// As [`Backend::compile`].
     pub fn compile(&self, wasm: &[u8], cache_key: Option<&str>) -> Result<Compiled, Error> {
-        Ok(Compiled { inner: Arc::from(self.inner.compile(wasm, cache_key)?) })
+        Ok(Compiled {
+            inner: Arc::from(self.inner.compile(wasm, cache_key)?),
+        })
     }
 }
 
@@ -99,7 +120,12 @@ impl Compiled {
     ///
     /// # Errors
     /// As [`CompiledModule::run`].
-    pub fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error> {
+    pub fn run(
+        &self,
+        input: &[u8],
+        limits: &Limits,
+        caps: &Capabilities,
+    ) -> Result<RunOutcome, Error> {
         self.inner.run(input, limits, caps)
     }
 }
@@ -111,7 +137,10 @@ pub(crate) fn check_interface<'a>(
 ) -> Result<(), Error> {
     for (module, name) in imports {
         if !crate::wasi::provides(module, name) {
-            return Err(Error::UnsupportedImport { module: module.to_owned(), name: name.to_owned() });
+            return Err(Error::UnsupportedImport {
+                module: module.to_owned(),
+                name: name.to_owned(),
+            });
         }
     }
     let (mut start, mut memory) = (false, false);
@@ -121,8 +150,12 @@ pub(crate) fn check_interface<'a>(
     }
     match (start, memory) {
         (true, true) => Ok(()),
-        (false, _) => Err(Error::NotACommand { message: "no exported `_start` function".to_owned() }),
-        (_, false) => Err(Error::NotACommand { message: "no exported `memory`".to_owned() }),
+        (false, _) => Err(Error::NotACommand {
+            message: "no exported `_start` function".to_owned(),
+        }),
+        (_, false) => Err(Error::NotACommand {
+            message: "no exported `memory`".to_owned(),
+        }),
     }
 }
 
@@ -138,6 +171,8 @@ pub(crate) enum ExportKind {
 pub(crate) fn is_valid_cache_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 128
-        && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         && !key.starts_with('.')
 }

@@ -48,15 +48,29 @@ pub struct Capabilities {
 impl Capabilities {
     /// The default capabilities: stdio, a fresh temp dir, clocks and random; nothing else.
     pub fn new() -> Capabilities {
-        Capabilities { preopens: Vec::new(), temp_dir: true, program_name: "tool".to_owned(), args: Vec::new() }
+        Capabilities {
+            preopens: Vec::new(),
+            temp_dir: true,
+            program_name: "tool".to_owned(),
+            args: Vec::new(),
+        }
     }
 
     /// Makes `host` visible to the guest at `guest` with `perms`.
     ///
     /// The directory is opened when the call starts; a missing directory is an
     /// [`Error::Preopen`](crate::Error::Preopen) then.
-    pub fn preopened_dir(mut self, host: impl Into<PathBuf>, guest: impl Into<String>, perms: DirPerms) -> Self {
-        self.preopens.push(Preopen { host: host.into(), guest: guest.into(), perms });
+    pub fn preopened_dir(
+        mut self,
+        host: impl Into<PathBuf>,
+        guest: impl Into<String>,
+        perms: DirPerms,
+    ) -> Self {
+        self.preopens.push(Preopen {
+            host: host.into(),
+            guest: guest.into(),
+            perms,
+        });
         self
     }
 

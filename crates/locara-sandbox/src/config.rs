@@ -52,7 +52,9 @@ impl FromStr for BackendKind {
         match s {
             "wasmtime" => Ok(BackendKind::Wasmtime),
             "wasmi" => Ok(BackendKind::Wasmi),
-            other => Err(Error::UnknownBackend { name: other.to_owned() }),
+            other => Err(Error::UnknownBackend {
+                name: other.to_owned(),
+            }),
         }
     }
 }

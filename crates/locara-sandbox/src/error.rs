@@ -17,7 +17,9 @@ pub enum Error {
         name: String,
     },
     /// The backend was compiled out of this build.
-    #[error("the {backend} engine is not compiled into this build (enable the `{backend}` feature of locara-sandbox)")]
+    #[error(
+        "the {backend} engine is not compiled into this build (enable the `{backend}` feature of locara-sandbox)"
+    )]
     BackendUnavailable {
         /// The backend's name.
         backend: &'static str,

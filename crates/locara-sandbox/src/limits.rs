@@ -49,11 +49,21 @@ impl Limits {
         if self.memory_bytes > Self::MAX_MEMORY_BYTES {
             return invalid(
                 "memory",
-                format!("{} bytes is above the maximum of {} bytes", self.memory_bytes, Self::MAX_MEMORY_BYTES),
+                format!(
+                    "{} bytes is above the maximum of {} bytes",
+                    self.memory_bytes,
+                    Self::MAX_MEMORY_BYTES
+                ),
             );
         }
         if self.max_fds < 4 {
-            return invalid("fds", format!("{} is below 4 (stdin, stdout, stderr and /tmp)", self.max_fds));
+            return invalid(
+                "fds",
+                format!(
+                    "{} is below 4 (stdin, stdout, stderr and /tmp)",
+                    self.max_fds
+                ),
+            );
         }
         if self.wall_time.is_zero() {
             return invalid("wall_time", "must be positive".to_owned());

@@ -9,7 +9,8 @@ use std::{
 use cap_std::{ambient_authority, fs::Dir};
 
 use crate::{
-    Capabilities, DirPerms, EnforcedLimits, Error, LimitKind, Limits, RunOutcome, RunStatus, TEMP_GUEST_PATH,
+    Capabilities, DirPerms, EnforcedLimits, Error, LimitKind, Limits, RunOutcome, RunStatus,
+    TEMP_GUEST_PATH,
     wasi::{Stop, WasiCtx, WasiSetup},
 };
 
@@ -35,24 +36,42 @@ pub(crate) fn prepare(
         let temp = tempfile::Builder::new()
             .prefix("locara-call-")
             .tempdir_in(temp_root)
-            .map_err(|source| Error::TempDir { path: temp_root.to_owned(), source })?;
-        let dir = Dir::open_ambient_dir(temp.path(), ambient_authority())
-            .map_err(|source| Error::TempDir { path: temp.path().to_owned(), source })?;
+            .map_err(|source| Error::TempDir {
+                path: temp_root.to_owned(),
+                source,
+            })?;
+        let dir = Dir::open_ambient_dir(temp.path(), ambient_authority()).map_err(|source| {
+            Error::TempDir {
+                path: temp.path().to_owned(),
+                source,
+            }
+        })?;
         preopens.push((dir, TEMP_GUEST_PATH.to_owned(), true));
         Some(temp)
     } else {
         None
     };
     for preopen in &caps.preopens {
-        let dir = Dir::open_ambient_dir(&preopen.host, ambient_authority())
-            .map_err(|source| Error::Preopen { path: preopen.host.clone(), source })?;
-        preopens.push((dir, preopen.guest.clone(), preopen.perms == DirPerms::ReadWrite));
+        let dir = Dir::open_ambient_dir(&preopen.host, ambient_authority()).map_err(|source| {
+            Error::Preopen {
+                path: preopen.host.clone(),
+                source,
+            }
+        })?;
+        preopens.push((
+            dir,
+            preopen.guest.clone(),
+            preopen.perms == DirPerms::ReadWrite,
+        ));
     }
     let max_fds = limits.max_fds;
     if preopens.len() + 3 > max_fds as usize {
         return Err(Error::InvalidLimit {
             limit: "fds",
-            message: format!("{max_fds} cannot hold stdio and {} preopened directories", preopens.len()),
+            message: format!(
+                "{max_fds} cannot hold stdio and {} preopened directories",
+                preopens.len()
+            ),
         });
     }
     let mut args = vec![caps.program_name.clone()];
@@ -119,7 +138,9 @@ pub(crate) fn finish(
         (_, EngineEnd::Deadline) => RunStatus::LimitExceeded(LimitKind::WallTime),
         // A refused `memory.grow` usually ends in an abort (Rust's allocation failure handler)
         // or a non-zero exit; either way the memory limit is what the caller needs to know.
-        (Some(Stop::Exit(code)), _) if memory.exceeded && code != 0 => RunStatus::LimitExceeded(LimitKind::Memory),
+        (Some(Stop::Exit(code)), _) if memory.exceeded && code != 0 => {
+            RunStatus::LimitExceeded(LimitKind::Memory)
+        }
         (_, EngineEnd::Trap(_)) if memory.exceeded => RunStatus::LimitExceeded(LimitKind::Memory),
         (Some(Stop::Exit(code)), _) => RunStatus::Exited(code),
         (None, EngineEnd::Returned) => RunStatus::Exited(0),
@@ -138,7 +159,15 @@ pub(crate) fn finish(
             tracing::warn!(path = %path.display(), %error, "could not remove a call's temp dir");
         }
     }
-    RunOutcome { status, stdout, stderr, stderr_truncated, fuel_consumed, elapsed, enforced }
+    RunOutcome {
+        status,
+        stdout,
+        stderr,
+        stderr_truncated,
+        fuel_consumed,
+        elapsed,
+        enforced,
+    }
 }
 
 /// How many epoch ticks a wall-clock limit is, rounded up, plus one so that a limit is never

@@ -93,7 +93,10 @@ fn with_memory<R>(
 }
 
 fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
-    let engine_error = |e: wasmi::Error| Error::Engine { backend: BACKEND, message: e.to_string() };
+    let engine_error = |e: wasmi::Error| Error::Engine {
+        backend: BACKEND,
+        message: e.to_string(),
+    };
     let mut linker = Linker::new(engine);
     macro_rules! link {
         ($f:ident($($arg:ident: $ty:ty),*)) => {
@@ -109,16 +112,29 @@ fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
     }
     wasi::for_each_function!(link);
     linker
-        .func_wrap(wasi::MODULE, "proc_exit", |mut caller: Caller<'_, StoreData>, code: i32| -> Result<(), wasmi::Error> {
-            Err(wasmi::Error::host(wasi::proc_exit(&mut caller.data_mut().wasi, code)))
-        })
+        .func_wrap(
+            wasi::MODULE,
+            "proc_exit",
+            |mut caller: Caller<'_, StoreData>, code: i32| -> Result<(), wasmi::Error> {
+                Err(wasmi::Error::host(wasi::proc_exit(
+                    &mut caller.data_mut().wasi,
+                    code,
+                )))
+            },
+        )
         .map_err(|e| engine_error(e.into()))?;
     Ok(linker)
 }
 
 impl Backend for WasmiBackend {
-    fn compile(&self, wasm: &[u8], _cache_key: Option<&str>) -> Result<Box<dyn CompiledModule>, Error> {
-        let module = Module::new(&self.engine, wasm).map_err(|e| Error::InvalidModule { message: e.to_string() })?;
+    fn compile(
+        &self,
+        wasm: &[u8],
+        _cache_key: Option<&str>,
+    ) -> Result<Box<dyn CompiledModule>, Error> {
+        let module = Module::new(&self.engine, wasm).map_err(|e| Error::InvalidModule {
+            message: e.to_string(),
+        })?;
         check_interface(
             module.imports().map(|i| (i.module(), i.name())),
             module.exports().map(|e| {
@@ -131,7 +147,12 @@ impl Backend for WasmiBackend {
             }),
         )?;
         let linker = linker(&self.engine)?;
-        Ok(Box::new(WasmiModule { engine: self.engine.clone(), module, linker, temp_root: self.temp_root.clone() }))
+        Ok(Box::new(WasmiModule {
+            engine: self.engine.clone(),
+            module,
+            linker,
+            temp_root: self.temp_root.clone(),
+        }))
     }
 }
 
@@ -163,10 +184,19 @@ impl CompiledModule for WasmiModule {
     fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error> {
         let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root)?;
         let deadline = Instant::now() + limits.wall_time;
-        let data = StoreData { wasi, memory: MemoryLimiter { limit: limits.memory_bytes, exceeded: false } };
+        let data = StoreData {
+            wasi,
+            memory: MemoryLimiter {
+                limit: limits.memory_bytes,
+                exceeded: false,
+            },
+        };
         let mut store = Store::new(&self.engine, data);
         store.limiter(|data| &mut data.memory);
-        let engine_error = |e: wasmi::Error| Error::Engine { backend: BACKEND, message: e.to_string() };
+        let engine_error = |e: wasmi::Error| Error::Engine {
+            backend: BACKEND,
+            message: e.to_string(),
+        };
 
         // A start function runs during instantiation, which cannot be resumed: it gets the
         // whole fuel budget in one slice.
@@ -176,9 +206,12 @@ impl CompiledModule for WasmiModule {
         let end = match self.linker.instantiate_and_start(&mut store, &self.module) {
             Err(error) => end_of(&error),
             Ok(instance) => {
-                let start = instance
-                    .get_func(&store, "_start")
-                    .ok_or_else(|| Error::NotACommand { message: "no exported `_start` function".to_owned() })?;
+                let start =
+                    instance
+                        .get_func(&store, "_start")
+                        .ok_or_else(|| Error::NotACommand {
+                            message: "no exported `_start` function".to_owned(),
+                        })?;
                 budget = store.get_fuel().map_err(engine_error)?;
                 let first = budget.min(SLICE);
                 budget -= first;
@@ -191,7 +224,10 @@ impl CompiledModule for WasmiModule {
                         Err(error) => break end_of(&error),
                         Ok(ResumableCall::OutOfFuel(out)) => {
                             if Instant::now() >= deadline {
-                                store.data_mut().wasi.stopped(Stop::Limit(LimitKind::WallTime));
+                                store
+                                    .data_mut()
+                                    .wasi
+                                    .stopped(Stop::Limit(LimitKind::WallTime));
                                 break EngineEnd::Stopped;
                             }
                             let left = store.get_fuel().map_err(engine_error)?;
@@ -218,6 +254,13 @@ impl CompiledModule for WasmiModule {
             output: Enforcement::Exact,
             fds: Enforcement::Exact,
         };
-        Ok(run::finish(call, data.wasi, end, &data.memory, fuel_consumed, enforced))
+        Ok(run::finish(
+            call,
+            data.wasi,
+            end,
+            &data.memory,
+            fuel_consumed,
+            enforced,
+        ))
     }
 }

@@ -14,8 +14,8 @@ use std::{
 };
 
 use wasmtime::{
-    Caller, Config, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingAllocationConfig, Store,
-    Trap,
+    Caller, Config, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module,
+    PoolingAllocationConfig, Store, Trap,
 };
 
 use crate::{
@@ -37,11 +37,21 @@ struct StoreData {
 }
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(MemoryLimiter::memory_growing(self, desired))
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= MemoryLimiter::TABLE_ELEMENTS)
     }
 }
@@ -68,7 +78,10 @@ pub(crate) struct WasmtimeBackend {
 }
 
 fn engine_error(error: impl std::fmt::Display) -> Error {
-    Error::Engine { backend: BACKEND, message: error.to_string() }
+    Error::Engine {
+        backend: BACKEND,
+        message: error.to_string(),
+    }
 }
 
 impl WasmtimeBackend {
@@ -115,12 +128,17 @@ impl WasmtimeBackend {
 
     /// Loads the module from the disk cache, or compiles it and fills the cache.
     fn load(&self, wasm: &[u8], cache_key: Option<&str>) -> Result<Module, Error> {
-        let invalid = |e: wasmtime::Error| Error::InvalidModule { message: format!("{e:#}") };
-        let (Some(dir), Some(key)) = (&self.cache_dir, cache_key.filter(|k| is_valid_cache_key(k))) else {
+        let invalid = |e: wasmtime::Error| Error::InvalidModule {
+            message: format!("{e:#}"),
+        };
+        let (Some(dir), Some(key)) = (&self.cache_dir, cache_key.filter(|k| is_valid_cache_key(k)))
+        else {
             return Module::new(&self.engine, wasm).map_err(invalid);
         };
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.engine.precompile_compatibility_hash().hash(&mut hasher);
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut hasher);
         let path = dir.join(format!("{key}-{:016x}.cwasm", hasher.finish()));
         if path.is_file() {
             // SAFETY: `deserialize_file` trusts the file to be `precompile_module` output of a
@@ -129,11 +147,16 @@ impl WasmtimeBackend {
             // identified by `key`, and renamed into place atomically; the cache directory is
             // the host's own, as trusted as its binary. Wasmtime still checks the header and
             // refuses a file from another version or configuration.
-            #[allow(unsafe_code, reason = "loading a precompiled module is unsafe by API; see SAFETY")]
+            #[allow(
+                unsafe_code,
+                reason = "loading a precompiled module is unsafe by API; see SAFETY"
+            )]
             let loaded = unsafe { Module::deserialize_file(&self.engine, &path) };
             match loaded {
                 Ok(module) => return Ok(module),
-                Err(error) => tracing::warn!(path = %path.display(), %error, "ignoring an unusable compiled-module cache entry"),
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "ignoring an unusable compiled-module cache entry")
+                }
             }
         }
         let compiled = self.engine.precompile_module(wasm).map_err(invalid)?;
@@ -141,7 +164,10 @@ impl WasmtimeBackend {
             tracing::warn!(path = %path.display(), %error, "could not write the compiled-module cache");
         }
         // SAFETY: `compiled` was produced by `precompile_module` on this very engine just above.
-        #[allow(unsafe_code, reason = "loading a precompiled module is unsafe by API; see SAFETY")]
+        #[allow(
+            unsafe_code,
+            reason = "loading a precompiled module is unsafe by API; see SAFETY"
+        )]
         let module = unsafe { Module::deserialize(&self.engine, &compiled) };
         module.map_err(invalid)
     }
@@ -187,17 +213,30 @@ fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
     }
     wasi::for_each_function!(link);
     linker
-        .func_wrap(wasi::MODULE, "proc_exit", |mut caller: Caller<'_, StoreData>, code: i32| -> wasmtime::Result<()> {
-            Err(wasmtime::Error::new(wasi::proc_exit(&mut caller.data_mut().wasi, code)))
-        })
+        .func_wrap(
+            wasi::MODULE,
+            "proc_exit",
+            |mut caller: Caller<'_, StoreData>, code: i32| -> wasmtime::Result<()> {
+                Err(wasmtime::Error::new(wasi::proc_exit(
+                    &mut caller.data_mut().wasi,
+                    code,
+                )))
+            },
+        )
         .map_err(engine_error)?;
     Ok(linker)
 }
 
 impl Backend for WasmtimeBackend {
-    fn compile(&self, wasm: &[u8], cache_key: Option<&str>) -> Result<Box<dyn CompiledModule>, Error> {
+    fn compile(
+        &self,
+        wasm: &[u8],
+        cache_key: Option<&str>,
+    ) -> Result<Box<dyn CompiledModule>, Error> {
         // Validate before anything is compiled or cached.
-        Module::validate(&self.engine, wasm).map_err(|e| Error::InvalidModule { message: format!("{e:#}") })?;
+        Module::validate(&self.engine, wasm).map_err(|e| Error::InvalidModule {
+            message: format!("{e:#}"),
+        })?;
         let module = self.load(wasm, cache_key)?;
         check_interface(
             module.imports().map(|i| (i.module(), i.name())),
@@ -210,8 +249,17 @@ impl Backend for WasmtimeBackend {
                 (e.name(), kind)
             }),
         )?;
-        let pre = self.linker.instantiate_pre(&module).map_err(|e| Error::Instantiate { message: format!("{e:#}") })?;
-        Ok(Box::new(WasmtimeModule { engine: self.engine.clone(), pre, temp_root: self.temp_root.clone() }))
+        let pre = self
+            .linker
+            .instantiate_pre(&module)
+            .map_err(|e| Error::Instantiate {
+                message: format!("{e:#}"),
+            })?;
+        Ok(Box::new(WasmtimeModule {
+            engine: self.engine.clone(),
+            pre,
+            temp_root: self.temp_root.clone(),
+        }))
     }
 }
 
@@ -243,7 +291,13 @@ fn end_of(error: &wasmtime::Error) -> Option<EngineEnd> {
 impl CompiledModule for WasmtimeModule {
     fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error> {
         let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root)?;
-        let data = StoreData { wasi, memory: MemoryLimiter { limit: limits.memory_bytes, exceeded: false } };
+        let data = StoreData {
+            wasi,
+            memory: MemoryLimiter {
+                limit: limits.memory_bytes,
+                exceeded: false,
+            },
+        };
         let mut store = Store::new(&self.engine, data);
         store.limiter(|data| &mut data.memory);
         store.set_fuel(limits.fuel).map_err(engine_error)?;
@@ -254,16 +308,24 @@ impl CompiledModule for WasmtimeModule {
             Ok(instance) => {
                 let start = instance
                     .get_typed_func::<(), ()>(&mut store, "_start")
-                    .map_err(|e| Error::NotACommand { message: format!("{e:#}") })?;
+                    .map_err(|e| Error::NotACommand {
+                        message: format!("{e:#}"),
+                    })?;
                 match start.call(&mut store, ()) {
                     Ok(()) => EngineEnd::Returned,
-                    Err(error) => end_of(&error).unwrap_or_else(|| EngineEnd::Trap(format!("{error:#}"))),
+                    Err(error) => {
+                        end_of(&error).unwrap_or_else(|| EngineEnd::Trap(format!("{error:#}")))
+                    }
                 }
             }
             Err(error) => match end_of(&error) {
                 Some(end) => end,
                 // Not a trap: the instance could not be created at all (e.g. the pool is full).
-                None => return Err(Error::Instantiate { message: format!("{error:#}") }),
+                None => {
+                    return Err(Error::Instantiate {
+                        message: format!("{error:#}"),
+                    });
+                }
             },
         };
         let fuel_consumed = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
@@ -275,6 +337,13 @@ impl CompiledModule for WasmtimeModule {
             output: Enforcement::Exact,
             fds: Enforcement::Exact,
         };
-        Ok(run::finish(call, wasi, end, &memory, fuel_consumed, enforced))
+        Ok(run::finish(
+            call,
+            wasi,
+            end,
+            &memory,
+            fuel_consumed,
+            enforced,
+        ))
     }
 }

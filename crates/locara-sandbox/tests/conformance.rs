@@ -8,8 +8,8 @@ use std::{
 };
 
 use locara_sandbox::{
-    BackendKind, Capabilities, Compiled, DirPerms, Enforcement, Error, LimitKind, Limits, RunOutcome, RunStatus,
-    Sandbox, SandboxConfig,
+    BackendKind, Capabilities, Compiled, DirPerms, Enforcement, Error, LimitKind, Limits,
+    RunOutcome, RunStatus, Sandbox, SandboxConfig,
 };
 use serde_json::{Value, json};
 
@@ -54,12 +54,16 @@ fn probe(kind: BackendKind) -> &'static Compiled {
     };
     cell.get_or_init(|| {
         let wasm = std::fs::read(locara_test_artifacts::PROBE).expect("the probe guest was built");
-        sandbox(kind).compile(&wasm, None).expect("the probe compiles")
+        sandbox(kind)
+            .compile(&wasm, None)
+            .expect("the probe compiles")
     })
 }
 
 fn run_with(kind: BackendKind, input: Value, limits: &Limits, caps: &Capabilities) -> RunOutcome {
-    probe(kind).run(input.to_string().as_bytes(), limits, caps).expect("the call starts")
+    probe(kind)
+        .run(input.to_string().as_bytes(), limits, caps)
+        .expect("the call starts")
 }
 
 fn run(kind: BackendKind, input: Value) -> RunOutcome {
@@ -68,7 +72,11 @@ fn run(kind: BackendKind, input: Value) -> RunOutcome {
 
 fn stdout_json(outcome: &RunOutcome) -> Value {
     serde_json::from_slice(&outcome.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}): {:?}; stderr: {}", outcome.status, String::from_utf8_lossy(&outcome.stderr))
+        panic!(
+            "stdout is not JSON ({e}): {:?}; stderr: {}",
+            outcome.status,
+            String::from_utf8_lossy(&outcome.stderr)
+        )
     })
 }
 
@@ -77,57 +85,108 @@ fn isolated(kind: BackendKind, temp_root: &Path) -> Compiled {
     let mut config = SandboxConfig::new(kind);
     config.temp_root(temp_root);
     let sandbox = Sandbox::new(&config).expect("engine starts");
-    sandbox.compile(&std::fs::read(locara_test_artifacts::PROBE).unwrap(), None).unwrap()
+    sandbox
+        .compile(&std::fs::read(locara_test_artifacts::PROBE).unwrap(), None)
+        .unwrap()
 }
 
 backend_test!(normal_call_echoes_its_input, |kind| {
     let outcome = run(kind, json!({"op": "echo", "n": [1, 2, 3], "s": "héllo"}));
     assert_eq!(outcome.status, RunStatus::Exited(0));
-    assert_eq!(stdout_json(&outcome), json!({"echo": {"op": "echo", "n": [1, 2, 3], "s": "héllo"}}));
+    assert_eq!(
+        stdout_json(&outcome),
+        json!({"echo": {"op": "echo", "n": [1, 2, 3], "s": "héllo"}})
+    );
     assert!(outcome.fuel_consumed > 0);
 });
 
 backend_test!(infinite_loop_is_stopped_by_fuel, |kind| {
-    let limits = Limits { fuel: 20_000_000, wall_time: Duration::from_secs(60), ..Limits::default() };
+    let limits = Limits {
+        fuel: 20_000_000,
+        wall_time: Duration::from_secs(60),
+        ..Limits::default()
+    };
     let outcome = run_with(kind, json!({"op": "spin"}), &limits, &Capabilities::new());
     assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fuel));
 });
 
 backend_test!(infinite_loop_is_stopped_by_the_deadline, |kind| {
-    let limits = Limits { fuel: u64::MAX / 2, wall_time: Duration::from_millis(300), ..Limits::default() };
+    let limits = Limits {
+        fuel: u64::MAX / 2,
+        wall_time: Duration::from_millis(300),
+        ..Limits::default()
+    };
     let started = Instant::now();
     let outcome = run_with(kind, json!({"op": "spin"}), &limits, &Capabilities::new());
-    assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::WallTime));
+    assert_eq!(
+        outcome.status,
+        RunStatus::LimitExceeded(LimitKind::WallTime)
+    );
     // Generous: the point is that it stops, not how precisely on a loaded 2-core machine.
-    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
-    let expected = if kind == BackendKind::Wasmtime { Enforcement::Exact } else { Enforcement::Periodic };
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    let expected = if kind == BackendKind::Wasmtime {
+        Enforcement::Exact
+    } else {
+        Enforcement::Periodic
+    };
     assert_eq!(outcome.enforced.wall_time, expected);
 });
 
 backend_test!(memory_bomb_is_stopped_at_the_limit, |kind| {
-    let limits = Limits { memory_bytes: 32 << 20, ..Limits::default() };
-    let outcome = run_with(kind, json!({"op": "membomb"}), &limits, &Capabilities::new());
+    let limits = Limits {
+        memory_bytes: 32 << 20,
+        ..Limits::default()
+    };
+    let outcome = run_with(
+        kind,
+        json!({"op": "membomb"}),
+        &limits,
+        &Capabilities::new(),
+    );
     assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Memory));
 });
 
 backend_test!(output_flood_is_capped, |kind| {
-    let limits = Limits { output_bytes: 1 << 20, ..Limits::default() };
+    let limits = Limits {
+        output_bytes: 1 << 20,
+        ..Limits::default()
+    };
     let outcome = run_with(kind, json!({"op": "flood"}), &limits, &Capabilities::new());
     assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Output));
     assert!(outcome.stdout.len() <= 1 << 20);
 });
 
 backend_test!(stderr_flood_counts_towards_the_output_limit, |kind| {
-    let limits = Limits { output_bytes: 1 << 20, ..Limits::default() };
-    let outcome = run_with(kind, json!({"op": "stderr_flood"}), &limits, &Capabilities::new());
+    let limits = Limits {
+        output_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let outcome = run_with(
+        kind,
+        json!({"op": "stderr_flood"}),
+        &limits,
+        &Capabilities::new(),
+    );
     assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Output));
     assert!(outcome.stderr_truncated);
     assert_eq!(outcome.stderr.len(), 64 << 10);
 });
 
 backend_test!(fd_exhaustion_is_stopped, |kind| {
-    let limits = Limits { max_fds: 16, ..Limits::default() };
-    let outcome = run_with(kind, json!({"op": "fds", "count": 1000}), &limits, &Capabilities::new());
+    let limits = Limits {
+        max_fds: 16,
+        ..Limits::default()
+    };
+    let outcome = run_with(
+        kind,
+        json!({"op": "fds", "count": 1000}),
+        &limits,
+        &Capabilities::new(),
+    );
     assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fds));
 });
 
@@ -140,15 +199,25 @@ backend_test!(fds_within_the_limit_are_fine, |kind| {
 backend_test!(escapes_are_denied, |kind| {
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("inside.txt"), "inside").unwrap();
-    let caps = Capabilities::new().preopened_dir(workspace.path(), "/workspace", DirPerms::ReadWrite);
+    let caps =
+        Capabilities::new().preopened_dir(workspace.path(), "/workspace", DirPerms::ReadWrite);
     let outcome = run_with(kind, json!({"op": "escape"}), &Limits::default(), &caps);
     assert_eq!(outcome.status, RunStatus::Exited(0));
-    let results = stdout_json(&outcome)["results"].as_object().expect("results").clone();
+    let results = stdout_json(&outcome)["results"]
+        .as_object()
+        .expect("results")
+        .clone();
     assert!(results.len() >= 7, "{results:?}");
     for (name, result) in &results {
         let result = result.as_str().unwrap();
-        assert!(result.starts_with("err"), "escape `{name}` was not denied: {result}");
-        assert!(!result.contains("root:"), "escape `{name}` leaked /etc/passwd: {result}");
+        assert!(
+            result.starts_with("err"),
+            "escape `{name}` was not denied: {result}"
+        );
+        assert!(
+            !result.contains("root:"),
+            "escape `{name}` leaked /etc/passwd: {result}"
+        );
     }
 });
 
@@ -164,12 +233,28 @@ backend_test!(temp_dir_is_fresh_and_gone_after_the_call, |kind| {
     let root = tempfile::tempdir().unwrap();
     let module = isolated(kind, root.path());
     let write = json!({"op": "write", "path": "/tmp/left-behind.txt", "content": "x"});
-    let outcome = module.run(write.to_string().as_bytes(), &Limits::default(), &Capabilities::new()).unwrap();
+    let outcome = module
+        .run(
+            write.to_string().as_bytes(),
+            &Limits::default(),
+            &Capabilities::new(),
+        )
+        .unwrap();
     assert_eq!(stdout_json(&outcome), json!({"ok": true}));
-    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "the call's temp dir was left behind");
+    assert_eq!(
+        std::fs::read_dir(root.path()).unwrap().count(),
+        0,
+        "the call's temp dir was left behind"
+    );
     // The next call does not see the previous call's file.
     let read = json!({"op": "read", "path": "/tmp/left-behind.txt"});
-    let outcome = module.run(read.to_string().as_bytes(), &Limits::default(), &Capabilities::new()).unwrap();
+    let outcome = module
+        .run(
+            read.to_string().as_bytes(),
+            &Limits::default(),
+            &Capabilities::new(),
+        )
+        .unwrap();
     assert_eq!(stdout_json(&outcome)["ok"], json!(false));
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 });
@@ -177,8 +262,13 @@ backend_test!(temp_dir_is_fresh_and_gone_after_the_call, |kind| {
 backend_test!(temp_dir_is_removed_after_a_limit_too, |kind| {
     let root = tempfile::tempdir().unwrap();
     let module = isolated(kind, root.path());
-    let limits = Limits { max_fds: 8, ..Limits::default() };
-    let outcome = module.run(br#"{"op": "fds"}"#, &limits, &Capabilities::new()).unwrap();
+    let limits = Limits {
+        max_fds: 8,
+        ..Limits::default()
+    };
+    let outcome = module
+        .run(br#"{"op": "fds"}"#, &limits, &Capabilities::new())
+        .unwrap();
     assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fds));
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 });
@@ -186,36 +276,79 @@ backend_test!(temp_dir_is_removed_after_a_limit_too, |kind| {
 backend_test!(write_outside_the_declared_scope_is_denied, |kind| {
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("doc.txt"), "hello").unwrap();
-    let caps = Capabilities::new().preopened_dir(workspace.path(), "/workspace", DirPerms::ReadOnly);
-    let read = run_with(kind, json!({"op": "read", "path": "/workspace/doc.txt"}), &Limits::default(), &caps);
+    let caps =
+        Capabilities::new().preopened_dir(workspace.path(), "/workspace", DirPerms::ReadOnly);
+    let read = run_with(
+        kind,
+        json!({"op": "read", "path": "/workspace/doc.txt"}),
+        &Limits::default(),
+        &caps,
+    );
     assert_eq!(stdout_json(&read), json!({"ok": true, "content": "hello"}));
-    for path in ["/workspace/new.txt", "/workspace/doc.txt", "/etc/evil.txt", "/evil.txt"] {
-        let write = run_with(kind, json!({"op": "write", "path": path, "content": "pwned"}), &Limits::default(), &caps);
-        assert_eq!(stdout_json(&write)["ok"], json!(false), "write to {path} was allowed");
+    for path in [
+        "/workspace/new.txt",
+        "/workspace/doc.txt",
+        "/etc/evil.txt",
+        "/evil.txt",
+    ] {
+        let write = run_with(
+            kind,
+            json!({"op": "write", "path": path, "content": "pwned"}),
+            &Limits::default(),
+            &caps,
+        );
+        assert_eq!(
+            stdout_json(&write)["ok"],
+            json!(false),
+            "write to {path} was allowed"
+        );
     }
-    assert_eq!(std::fs::read_to_string(workspace.path().join("doc.txt")).unwrap(), "hello");
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("doc.txt")).unwrap(),
+        "hello"
+    );
     assert!(!workspace.path().join("new.txt").exists());
 });
 
 backend_test!(read_write_dir_can_be_written, |kind| {
     let workspace = tempfile::tempdir().unwrap();
-    let caps = Capabilities::new().preopened_dir(workspace.path(), "/workspace", DirPerms::ReadWrite);
+    let caps =
+        Capabilities::new().preopened_dir(workspace.path(), "/workspace", DirPerms::ReadWrite);
     let write = json!({"op": "write", "path": "/workspace/out.txt", "content": "written"});
     let outcome = run_with(kind, write, &Limits::default(), &caps);
     assert_eq!(stdout_json(&outcome), json!({"ok": true}));
-    assert_eq!(std::fs::read_to_string(workspace.path().join("out.txt")).unwrap(), "written");
-    let list = run_with(kind, json!({"op": "list", "path": "/workspace"}), &Limits::default(), &caps);
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("out.txt")).unwrap(),
+        "written"
+    );
+    let list = run_with(
+        kind,
+        json!({"op": "list", "path": "/workspace"}),
+        &Limits::default(),
+        &caps,
+    );
     assert_eq!(stdout_json(&list)["entries"], json!(["out.txt"]));
 });
 
 backend_test!(panic_is_a_trap_with_its_message, |kind| {
     let outcome = run(kind, json!({"op": "panic"}));
-    assert!(matches!(outcome.status, RunStatus::Trapped(_)), "{:?}", outcome.status);
-    assert!(String::from_utf8_lossy(&outcome.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&outcome.stderr));
+    assert!(
+        matches!(outcome.status, RunStatus::Trapped(_)),
+        "{:?}",
+        outcome.status
+    );
+    assert!(
+        String::from_utf8_lossy(&outcome.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&outcome.stderr)
+    );
 });
 
 backend_test!(exit_code_and_stderr_are_reported, |kind| {
-    let outcome = run(kind, json!({"op": "exit", "code": 3, "stderr": "bad input: x"}));
+    let outcome = run(
+        kind,
+        json!({"op": "exit", "code": 3, "stderr": "bad input: x"}),
+    );
     assert_eq!(outcome.status, RunStatus::Exited(3));
     assert_eq!(String::from_utf8_lossy(&outcome.stderr), "bad input: x");
 });
@@ -223,9 +356,20 @@ backend_test!(exit_code_and_stderr_are_reported, |kind| {
 backend_test!(sleeping_past_the_deadline_is_stopped, |kind| {
     let ok = run(kind, json!({"op": "sleep", "ms": 20}));
     assert_eq!(ok.status, RunStatus::Exited(0));
-    let limits = Limits { wall_time: Duration::from_millis(200), ..Limits::default() };
-    let outcome = run_with(kind, json!({"op": "sleep", "ms": 60_000}), &limits, &Capabilities::new());
-    assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::WallTime));
+    let limits = Limits {
+        wall_time: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let outcome = run_with(
+        kind,
+        json!({"op": "sleep", "ms": 60_000}),
+        &limits,
+        &Capabilities::new(),
+    );
+    assert_eq!(
+        outcome.status,
+        RunStatus::LimitExceeded(LimitKind::WallTime)
+    );
     assert!(outcome.elapsed < Duration::from_secs(5));
 });
 
@@ -241,10 +385,13 @@ backend_test!(undeclared_import_is_refused_before_running, |kind| {
     let wasm = [
         0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // header
         0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type section: () -> ()
-        0x02, 0x0b, 0x01, 0x03, b'e', b'n', b'v', 0x03, b'f', b'o', b'o', 0x00, 0x00, // import
+        0x02, 0x0b, 0x01, 0x03, b'e', b'n', b'v', 0x03, b'f', b'o', b'o', 0x00,
+        0x00, // import
     ];
     match sandbox(kind).compile(&wasm, None) {
-        Err(Error::UnsupportedImport { module, name }) => assert_eq!((module.as_str(), name.as_str()), ("env", "foo")),
+        Err(Error::UnsupportedImport { module, name }) => {
+            assert_eq!((module.as_str(), name.as_str()), ("env", "foo"))
+        }
         other => panic!("expected UnsupportedImport, got {other:?}"),
     }
 });
@@ -252,7 +399,10 @@ backend_test!(undeclared_import_is_refused_before_running, |kind| {
 backend_test!(malformed_wasm_is_an_error, |kind| {
     let wasm = std::fs::read(locara_test_artifacts::PROBE).unwrap();
     for bad in [&b"not wasm"[..], &wasm[..wasm.len() / 2]] {
-        assert!(matches!(sandbox(kind).compile(bad, None), Err(Error::InvalidModule { .. })));
+        assert!(matches!(
+            sandbox(kind).compile(bad, None),
+            Err(Error::InvalidModule { .. })
+        ));
     }
 });
 
@@ -280,18 +430,42 @@ fn compiled_modules_are_cached_on_disk() {
     let sandbox = Sandbox::new(&config).unwrap();
     let wasm = std::fs::read(locara_test_artifacts::PROBE).unwrap();
     sandbox.compile(&wasm, Some("probe-key")).unwrap();
-    let entries: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let entries: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(entries.len(), 1);
     assert!(entries[0].to_str().unwrap().starts_with("probe-key-"));
     // A second sandbox loads it instead of compiling, and it runs.
-    let again = Sandbox::new(&config).unwrap().compile(&wasm, Some("probe-key")).unwrap();
-    let outcome = again.run(br#"{"op":"echo"}"#, &Limits::default(), &Capabilities::new()).unwrap();
+    let again = Sandbox::new(&config)
+        .unwrap()
+        .compile(&wasm, Some("probe-key"))
+        .unwrap();
+    let outcome = again
+        .run(
+            br#"{"op":"echo"}"#,
+            &Limits::default(),
+            &Capabilities::new(),
+        )
+        .unwrap();
     assert_eq!(outcome.status, RunStatus::Exited(0));
 }
 
 #[test]
 fn invalid_limits_are_refused() {
-    let limits = Limits { memory_bytes: 2 << 30, ..Limits::default() };
+    let limits = Limits {
+        memory_bytes: 2 << 30,
+        ..Limits::default()
+    };
     let result = probe(BackendKind::Wasmtime).run(b"{}", &limits, &Capabilities::new());
-    assert!(matches!(result, Err(Error::InvalidLimit { limit: "memory", .. })), "{result:?}");
+    assert!(
+        matches!(
+            result,
+            Err(Error::InvalidLimit {
+                limit: "memory",
+                ..
+            })
+        ),
+        "{result:?}"
+    );
 }

@@ -7,7 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, generate_keypair, prepare_manifest};
+use locara_registry::{
+    Registry, RegistryConfig, SigningKey, TrustStore, generate_keypair, prepare_manifest,
+};
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
@@ -27,7 +29,9 @@ impl TestHome {
         let key = generate_keypair("locara-tests").expect("key");
         let trust = dir.path().join("trust");
         std::fs::create_dir_all(&trust).expect("trust dir");
-        key.public_key().write_file(&trust.join("locara-tests.pub.json")).expect("public key");
+        key.public_key()
+            .write_file(&trust.join("locara-tests.pub.json"))
+            .expect("public key");
         let home = TestHome { dir, key };
         let registry = home.registry();
         let probe = [("test.probe", PROBE, PROBE_MANIFEST)];
@@ -51,18 +55,31 @@ impl TestHome {
     /// A registry over this home that trusts the test key (and has no lockfile).
     pub fn registry(&self) -> Registry {
         let trust = TrustStore::new().with_key(self.key.public_key().clone());
-        Registry::new(RegistryConfig::new(self.registry_dir()).with_cache_dir(self.path().join("cache")).with_trust(trust))
-            .expect("registry")
+        Registry::new(
+            RegistryConfig::new(self.registry_dir())
+                .with_cache_dir(self.path().join("cache"))
+                .with_trust(trust),
+        )
+        .expect("registry")
     }
 
     /// Publishes one module with its manifest template, signed by the test key.
     ///
     /// # Errors
     /// As [`Registry::publish`], or when a file cannot be read.
-    pub fn publish(&self, registry: &Registry, wasm: &Path, template: &Path) -> Result<(), locara_registry::Error> {
+    pub fn publish(
+        &self,
+        registry: &Registry,
+        wasm: &Path,
+        template: &Path,
+    ) -> Result<(), locara_registry::Error> {
         let io = |path: &Path| {
             let path = path.to_owned();
-            move |source| locara_registry::Error::Io { action: "read", path, source }
+            move |source| locara_registry::Error::Io {
+                action: "read",
+                path,
+                source,
+            }
         };
         let wasm = std::fs::read(wasm).map_err(io(wasm))?;
         let template = std::fs::read_to_string(template).map_err(io(template))?;

@@ -139,5 +139,8 @@ pub(crate) fn cap_value(value: &mut Value, cap: usize) -> Option<Truncation> {
             })
         }
     };
-    Some(Truncation { original_bytes: original, returned_bytes: size(value) })
+    Some(Truncation {
+        original_bytes: original,
+        returned_bytes: size(value),
+    })
 }

@@ -16,7 +16,9 @@ pub struct CheckCapabilitiesLayer {
 impl CheckCapabilitiesLayer {
     /// A layer that checks against `grants`.
     pub fn new(grants: Grants) -> CheckCapabilitiesLayer {
-        CheckCapabilitiesLayer { grants: Arc::new(grants) }
+        CheckCapabilitiesLayer {
+            grants: Arc::new(grants),
+        }
     }
 }
 

@@ -68,22 +68,35 @@ where
 pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecError> {
     let manifest = call.artifact.manifest();
     let tool = manifest.tool_ref().to_string();
-    let denied = |capability: String, reason: String| ExecError::CapabilityDenied { tool: tool.clone(), capability, reason };
+    let denied = |capability: String, reason: String| ExecError::CapabilityDenied {
+        tool: tool.clone(),
+        capability,
+        reason,
+    };
 
     if manifest.safety_tier > grants.max_safety_tier {
         return Err(denied(
             format!("the {} safety tier", tier(manifest.safety_tier)),
-            format!("is above the app's maximum, {}", tier(grants.max_safety_tier)),
+            format!(
+                "is above the app's maximum, {}",
+                tier(grants.max_safety_tier)
+            ),
         ));
     }
     for service in &manifest.capability_requirements {
         if !grants.services.contains(service) {
-            return Err(denied(format!("the host service `{service}`"), "the app did not grant".to_owned()));
+            return Err(denied(
+                format!("the host service `{service}`"),
+                "the app did not grant".to_owned(),
+            ));
         }
     }
     for host in &manifest.wasi_imports.net.allowed_hosts {
         if !grants.net.allowed_hosts.contains(host) {
-            return Err(denied(format!("network access to {host}"), "is not among the app's allowed hosts".to_owned()));
+            return Err(denied(
+                format!("network access to {host}"),
+                "is not among the app's allowed hosts".to_owned(),
+            ));
         }
     }
     if !manifest.wasi_imports.net.allowed_hosts.is_empty() {
@@ -98,7 +111,11 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
         UserDirAccess::Read => false,
         UserDirAccess::ReadWrite => true,
     };
-    let access = if wants_write { "read-write access to a workspace directory" } else { "a workspace directory" };
+    let access = if wants_write {
+        "read-write access to a workspace directory"
+    } else {
+        "a workspace directory"
+    };
     let Some(selected) = &call.workspace else {
         return Err(denied(
             access.to_owned(),
@@ -108,7 +125,15 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
     let dir = std::fs::canonicalize(selected)
         .ok()
         .filter(|d| d.is_dir())
-        .ok_or_else(|| denied(access.to_owned(), format!("cannot use {}: it is not an existing directory", selected.display())))?;
+        .ok_or_else(|| {
+            denied(
+                access.to_owned(),
+                format!(
+                    "cannot use {}: it is not an existing directory",
+                    selected.display()
+                ),
+            )
+        })?;
     let grant = grants
         .fs
         .iter()
@@ -117,7 +142,8 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
         .ok_or_else(|| {
             denied(
                 format!("access to {}", dir.display()),
-                "is not inside any directory the app granted (`grants.fs` in locara.json)".to_owned(),
+                "is not inside any directory the app granted (`grants.fs` in locara.json)"
+                    .to_owned(),
             )
         })?;
     if wants_write && !grant.write {
@@ -126,13 +152,22 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
             format!("the app granted read-only (grant {})", display(&grant.path)),
         ));
     }
-    let perms = if wants_write { DirPerms::ReadWrite } else { DirPerms::ReadOnly };
-    Ok(Grant { workspace: Some((dir, perms)) })
+    let perms = if wants_write {
+        DirPerms::ReadWrite
+    } else {
+        DirPerms::ReadOnly
+    };
+    Ok(Grant {
+        workspace: Some((dir, perms)),
+    })
 }
 
 /// The tier's wire name, e.g. `side_effecting`.
 fn tier(tier: SafetyTier) -> String {
-    serde_json::to_value(tier).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{tier:?}"))
+    serde_json::to_value(tier)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{tier:?}"))
 }
 
 fn display(path: &Path) -> String {

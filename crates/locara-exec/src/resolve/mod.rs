@@ -50,7 +50,11 @@ pub struct Resolve<S> {
 impl<S> Resolve<S> {
     /// Wraps `inner`, resolving with `resolver`.
     pub fn new(inner: S, resolver: Arc<dyn Resolver>) -> Resolve<S> {
-        Resolve { inner, resolver, verified: Arc::default() }
+        Resolve {
+            inner,
+            resolver,
+            verified: Arc::default(),
+        }
     }
 
     /// The wrapped service.
@@ -85,7 +89,11 @@ where
         let verified = Arc::clone(&self.verified);
         Box::pin(async move {
             let key = call.tool.to_string();
-            let cached = verified.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+            let cached = verified
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+                .cloned();
             let artifact = match cached {
                 Some(artifact) => artifact,
                 None => {
@@ -93,11 +101,16 @@ where
                     let artifact = tokio::task::spawn_blocking(move || resolver.resolve(&tool))
                         .await
                         .map_err(|e| ExecError::Cancelled(e.to_string()))??;
-                    verified.lock().unwrap_or_else(|e| e.into_inner()).insert(key, artifact.clone());
+                    verified
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(key, artifact.clone());
                     artifact
                 }
             };
-            inner.call(ResolvedCall::new(artifact, call.arguments, call.workspace)).await
+            inner
+                .call(ResolvedCall::new(artifact, call.arguments, call.workspace))
+                .await
         })
     }
 }

@@ -50,11 +50,18 @@ where
     fn call(&mut self, call: ToolCall) -> Self::Future {
         match call.tool.trim().parse::<ToolRef>() {
             Ok(tool) => {
-                let parsed = ParsedCall { tool, arguments: call.arguments, workspace: call.workspace };
+                let parsed = ParsedCall {
+                    tool,
+                    arguments: call.arguments,
+                    workspace: call.workspace,
+                };
                 Box::pin(self.inner.call(parsed))
             }
             Err(error) => {
-                let error = ExecError::InvalidToolRef { input: call.tool, reason: error.to_string() };
+                let error = ExecError::InvalidToolRef {
+                    input: call.tool,
+                    reason: error.to_string(),
+                };
                 Box::pin(async move { Err(error) })
             }
         }

@@ -20,7 +20,10 @@ pub struct ValidateInput<S> {
 impl<S> ValidateInput<S> {
     /// Wraps `inner`.
     pub fn new(inner: S) -> ValidateInput<S> {
-        ValidateInput { inner, schemas: SchemaCache::default() }
+        ValidateInput {
+            inner,
+            schemas: SchemaCache::default(),
+        }
     }
 
     /// The wrapped service.
@@ -51,10 +54,17 @@ where
         let manifest = call.artifact.manifest();
         let tool = manifest.tool_ref().to_string();
         let digest = call.artifact.manifest_digest().to_string();
-        let checked = self.schemas.get(&digest, &tool, "input_schema", &manifest.input_schema).and_then(|validator| {
-            let violations = crate::schema::violations(&validator, &call.arguments);
-            if violations.is_empty() { Ok(()) } else { Err(ExecError::InvalidInput { tool, violations }) }
-        });
+        let checked = self
+            .schemas
+            .get(&digest, &tool, "input_schema", &manifest.input_schema)
+            .and_then(|validator| {
+                let violations = crate::schema::violations(&validator, &call.arguments);
+                if violations.is_empty() {
+                    Ok(())
+                } else {
+                    Err(ExecError::InvalidInput { tool, violations })
+                }
+            });
         match checked {
             Ok(()) => Box::pin(self.inner.call(call)),
             Err(error) => Box::pin(async move { Err(error) }),

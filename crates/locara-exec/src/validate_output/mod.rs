@@ -7,7 +7,9 @@ use std::task::{Context, Poll};
 use tower::Service;
 
 pub use self::layer::ValidateOutputLayer;
-use crate::{CallFuture, ExecError, FailureKind, ResolvedCall, ToolFailure, ToolResult, schema::SchemaCache};
+use crate::{
+    CallFuture, ExecError, FailureKind, ResolvedCall, ToolFailure, ToolResult, schema::SchemaCache,
+};
 
 /// Turns a successful [`ToolResult`] whose output breaks the tool's output schema into a
 /// failed one ([`FailureKind::InvalidOutput`]), keeping the output for inspection.
@@ -20,7 +22,10 @@ pub struct ValidateOutput<S> {
 impl<S> ValidateOutput<S> {
     /// Wraps `inner`.
     pub fn new(inner: S) -> ValidateOutput<S> {
-        ValidateOutput { inner, schemas: SchemaCache::default() }
+        ValidateOutput {
+            inner,
+            schemas: SchemaCache::default(),
+        }
     }
 
     /// The wrapped service.
@@ -59,14 +64,20 @@ where
             if result.failure.is_some() {
                 return Ok(result);
             }
-            let Some(output) = &result.output else { return Ok(result) };
+            let Some(output) = &result.output else {
+                return Ok(result);
+            };
             let validator = schemas.get(&digest, &tool, "output_schema", &schema)?;
             let violations = crate::schema::violations(&validator, output);
             if !violations.is_empty() {
                 result.failure = Some(ToolFailure {
                     kind: FailureKind::InvalidOutput,
-                    message: format!("{tool} returned output that breaks its output schema: {}", violations[0]),
-                    hint: "this is a bug in the tool, not in the call; report it to its publisher".to_owned(),
+                    message: format!(
+                        "{tool} returned output that breaks its output schema: {}",
+                        violations[0]
+                    ),
+                    hint: "this is a bug in the tool, not in the call; report it to its publisher"
+                        .to_owned(),
                     violations,
                 });
             }

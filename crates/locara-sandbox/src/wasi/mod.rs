@@ -19,7 +19,9 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use cap_fs_ext::{DirExt, FollowSymlinks, MetadataExt, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
+use cap_fs_ext::{
+    DirExt, FollowSymlinks, MetadataExt, OpenOptionsFollowExt, OpenOptionsMaybeDirExt,
+};
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
 pub(crate) use self::errno::Errno;
@@ -154,7 +156,12 @@ impl WasiCtx {
     pub(crate) fn new(setup: WasiSetup) -> WasiCtx {
         let mut table = vec![Some(Desc::Stdin), Some(Desc::Stdout), Some(Desc::Stderr)];
         for (dir, guest, writable) in setup.preopens {
-            table.push(Some(Desc::Dir(DirDesc { dir, preopen: Some(guest), writable, entries: Vec::new() })));
+            table.push(Some(Desc::Dir(DirDesc {
+                dir,
+                preopen: Some(guest),
+                writable,
+                entries: Vec::new(),
+            })));
         }
         WasiCtx {
             open: u32::try_from(table.len()).unwrap_or(u32::MAX),
@@ -170,7 +177,7 @@ impl WasiCtx {
             args: setup.args,
             start: Instant::now(),
             deadline: setup.deadline,
-        stop: None,
+            stop: None,
         }
     }
 
@@ -253,7 +260,8 @@ impl WasiCtx {
                 if bytes.len() > room {
                     self.stderr_truncated = true;
                 }
-                self.stderr.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                self.stderr
+                    .extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
         }
         Ok(())
@@ -299,7 +307,7 @@ fn put_u64(mem: &mut [u8], ptr: i32, value: u64) -> Result<(), Errno> {
     put(mem, ptr, &value.to_le_bytes())
 }
 
-fn path<'m>(mem: &'m [u8], ptr: i32, len: i32) -> Result<&'m str, Errno> {
+fn path(mem: &[u8], ptr: i32, len: i32) -> Result<&str, Errno> {
     let raw = bytes(mem, ptr, len as u32)?;
     if raw.contains(&0) {
         return Err(Errno::ILSEQ);
@@ -430,7 +438,13 @@ pub(crate) fn clock_res_get(_: &mut WasiCtx, mem: &mut [u8], id: i32, out: i32) 
     Ok(())
 }
 
-pub(crate) fn clock_time_get(ctx: &mut WasiCtx, mem: &mut [u8], id: i32, _precision: i64, out: i32) -> Res {
+pub(crate) fn clock_time_get(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    id: i32,
+    _precision: i64,
+    out: i32,
+) -> Res {
     let now = match id {
         0 => nanos(Ok(SystemTime::now())),
         // Monotonic and CPU-time clocks all count from the call's start: the guest learns
@@ -457,7 +471,14 @@ pub(crate) fn proc_raise(_: &mut WasiCtx, _: &mut [u8], _sig: i32) -> Res {
     Err(Errno::NOSYS.into())
 }
 
-pub(crate) fn fd_advise(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _off: i64, _len: i64, _advice: i32) -> Res {
+pub(crate) fn fd_advise(
+    ctx: &mut WasiCtx,
+    _: &mut [u8],
+    fd: i32,
+    _off: i64,
+    _len: i64,
+    _advice: i32,
+) -> Res {
     ctx.file(fd)?;
     Ok(())
 }
@@ -488,7 +509,10 @@ pub(crate) fn fd_fdstat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32
     let (filetype, flags) = match ctx.desc(fd)? {
         Desc::Stdin | Desc::Stdout | Desc::Stderr => (FILETYPE_CHARACTER_DEVICE, 0u16),
         Desc::Dir(_) => (FILETYPE_DIRECTORY, 0),
-        Desc::File(f) => (FILETYPE_REGULAR_FILE, if f.append { FDFLAGS_APPEND as u16 } else { 0 }),
+        Desc::File(f) => (
+            FILETYPE_REGULAR_FILE,
+            if f.append { FDFLAGS_APPEND as u16 } else { 0 },
+        ),
     };
     let mut buf = [0u8; 24];
     buf[0] = filetype;
@@ -511,7 +535,13 @@ pub(crate) fn fd_fdstat_set_flags(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, flag
     Ok(())
 }
 
-pub(crate) fn fd_fdstat_set_rights(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _base: i64, _inh: i64) -> Res {
+pub(crate) fn fd_fdstat_set_rights(
+    ctx: &mut WasiCtx,
+    _: &mut [u8],
+    fd: i32,
+    _base: i64,
+    _inh: i64,
+) -> Res {
     ctx.desc(fd)?;
     Err(Errno::NOTSUP.into())
 }
@@ -536,16 +566,32 @@ pub(crate) fn fd_filestat_set_size(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, siz
     if !file.writable {
         return Err(Errno::BADF.into());
     }
-    file.file.set_len(u64::try_from(size).map_err(|_| Errno::INVAL)?)?;
+    file.file
+        .set_len(u64::try_from(size).map_err(|_| Errno::INVAL)?)?;
     Ok(())
 }
 
-pub(crate) fn fd_filestat_set_times(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _a: i64, _m: i64, _f: i32) -> Res {
+pub(crate) fn fd_filestat_set_times(
+    ctx: &mut WasiCtx,
+    _: &mut [u8],
+    fd: i32,
+    _a: i64,
+    _m: i64,
+    _f: i32,
+) -> Res {
     ctx.desc(fd)?;
     Err(Errno::NOSYS.into())
 }
 
-pub(crate) fn fd_pread(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: i32, off: i64, out: i32) -> Res {
+pub(crate) fn fd_pread(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    iovs: i32,
+    n: i32,
+    off: i64,
+    out: i32,
+) -> Res {
     let file = ctx.file(fd)?;
     if !file.readable {
         return Err(Errno::BADF.into());
@@ -560,20 +606,32 @@ pub(crate) fn fd_pread(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n:
     Ok(())
 }
 
-pub(crate) fn fd_pwrite(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: i32, off: i64, out: i32) -> Res {
+pub(crate) fn fd_pwrite(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    iovs: i32,
+    n: i32,
+    off: i64,
+    out: i32,
+) -> Res {
     let data = gather(mem, iovs, n)?;
     let file = ctx.file(fd)?;
     if !file.writable {
         return Err(Errno::BADF.into());
     }
-    file.file.write_all_at(&data, u64::try_from(off).map_err(|_| Errno::INVAL)?)?;
+    file.file
+        .write_all_at(&data, u64::try_from(off).map_err(|_| Errno::INVAL)?)?;
     put_u32(mem, out, data.len() as u32)?;
     Ok(())
 }
 
 pub(crate) fn fd_prestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
     match ctx.desc(fd)? {
-        Desc::Dir(DirDesc { preopen: Some(name), .. }) => {
+        Desc::Dir(DirDesc {
+            preopen: Some(name),
+            ..
+        }) => {
             let len = name.len() as u32;
             put(mem, out, &[0, 0, 0, 0])?;
             put_u32(mem, out.wrapping_add(4), len)?;
@@ -583,9 +641,18 @@ pub(crate) fn fd_prestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i3
     }
 }
 
-pub(crate) fn fd_prestat_dir_name(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, buf: i32, len: i32) -> Res {
+pub(crate) fn fd_prestat_dir_name(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    buf: i32,
+    len: i32,
+) -> Res {
     match ctx.desc(fd)? {
-        Desc::Dir(DirDesc { preopen: Some(name), .. }) => {
+        Desc::Dir(DirDesc {
+            preopen: Some(name),
+            ..
+        }) => {
             if (len as u32 as usize) < name.len() {
                 return Err(Errno::NAMETOOLONG.into());
             }
@@ -597,7 +664,14 @@ pub(crate) fn fd_prestat_dir_name(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, bu
     }
 }
 
-pub(crate) fn fd_read(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: i32, out: i32) -> Res {
+pub(crate) fn fd_read(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    iovs: i32,
+    n: i32,
+    out: i32,
+) -> Res {
     let read = match ctx.desc(fd)? {
         Desc::Stdin => {
             let (stdin, pos) = (&ctx.stdin, &mut ctx.stdin_pos);
@@ -617,7 +691,14 @@ pub(crate) fn fd_read(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: 
     Ok(())
 }
 
-pub(crate) fn fd_write(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n: i32, out: i32) -> Res {
+pub(crate) fn fd_write(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    iovs: i32,
+    n: i32,
+    out: i32,
+) -> Res {
     let data = gather(mem, iovs, n)?;
     match ctx.desc(fd)? {
         Desc::Stdout => ctx.write_output(Desc2::Stdout, &data)?,
@@ -635,10 +716,21 @@ pub(crate) fn fd_write(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, iovs: i32, n:
     Ok(())
 }
 
-pub(crate) fn fd_readdir(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, buf: i32, len: i32, cookie: i64, out: i32) -> Res {
+pub(crate) fn fd_readdir(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    buf: i32,
+    len: i32,
+    cookie: i64,
+    out: i32,
+) -> Res {
     let dir = ctx.dir(fd)?;
     if cookie == 0 || dir.entries.is_empty() {
-        let mut entries = vec![(".".to_owned(), FILETYPE_DIRECTORY, 0), ("..".to_owned(), FILETYPE_DIRECTORY, 0)];
+        let mut entries = vec![
+            (".".to_owned(), FILETYPE_DIRECTORY, 0),
+            ("..".to_owned(), FILETYPE_DIRECTORY, 0),
+        ];
         for entry in dir.dir.entries()? {
             let entry = entry?;
             let ty = entry.file_type().map(filetype).unwrap_or(FILETYPE_UNKNOWN);
@@ -680,7 +772,14 @@ pub(crate) fn fd_renumber(ctx: &mut WasiCtx, _: &mut [u8], from: i32, to: i32) -
     Ok(())
 }
 
-pub(crate) fn fd_seek(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, offset: i64, whence: i32, out: i32) -> Res {
+pub(crate) fn fd_seek(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    offset: i64,
+    whence: i32,
+    out: i32,
+) -> Res {
     let file = ctx.file(fd)?;
     let pos = match whence {
         0 => SeekFrom::Start(u64::try_from(offset).map_err(|_| Errno::INVAL)?),
@@ -699,16 +798,34 @@ pub(crate) fn fd_tell(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> R
     Ok(())
 }
 
-pub(crate) fn path_create_directory(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, p: i32, len: i32) -> Res {
+pub(crate) fn path_create_directory(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    p: i32,
+    len: i32,
+) -> Res {
     let path = path(mem, p, len)?;
     ctx.writable_dir(fd)?.create_dir(path)?;
     Ok(())
 }
 
-pub(crate) fn path_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, flags: i32, p: i32, len: i32, out: i32) -> Res {
+pub(crate) fn path_filestat_get(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    flags: i32,
+    p: i32,
+    len: i32,
+    out: i32,
+) -> Res {
     let path = path(mem, p, len)?.to_owned();
     let dir = &ctx.dir(fd)?.dir;
-    let meta = if flags & LOOKUP_SYMLINK_FOLLOW != 0 { dir.metadata(&path)? } else { dir.symlink_metadata(&path)? };
+    let meta = if flags & LOOKUP_SYMLINK_FOLLOW != 0 {
+        dir.metadata(&path)?
+    } else {
+        dir.symlink_metadata(&path)?
+    };
     put_filestat(mem, out, &meta)?;
     Ok(())
 }
@@ -764,7 +881,11 @@ pub(crate) fn path_open(
 ) -> Res {
     let path = path(mem, p, len)?.to_owned();
     let parent = ctx.dir(fd)?;
-    let follow = if dirflags & LOOKUP_SYMLINK_FOLLOW != 0 { FollowSymlinks::Yes } else { FollowSymlinks::No };
+    let follow = if dirflags & LOOKUP_SYMLINK_FOLLOW != 0 {
+        FollowSymlinks::Yes
+    } else {
+        FollowSymlinks::No
+    };
     let append = fdflags & FDFLAGS_APPEND != 0;
     let write = rights & (RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE) != 0
         || oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0
@@ -779,7 +900,12 @@ pub(crate) fn path_open(
             FollowSymlinks::Yes => parent.dir.open_dir(&path)?,
             FollowSymlinks::No => parent.dir.open_dir_nofollow(&path)?,
         };
-        Desc::Dir(DirDesc { dir, preopen: None, writable, entries: Vec::new() })
+        Desc::Dir(DirDesc {
+            dir,
+            preopen: None,
+            writable,
+            entries: Vec::new(),
+        })
     } else {
         let mut options = OpenOptions::new();
         options
@@ -796,9 +922,19 @@ pub(crate) fn path_open(
             if write {
                 return Err(Errno::ISDIR.into());
             }
-            Desc::Dir(DirDesc { dir: Dir::from_std_file(file), preopen: None, writable, entries: Vec::new() })
+            Desc::Dir(DirDesc {
+                dir: Dir::from_std_file(file),
+                preopen: None,
+                writable,
+                entries: Vec::new(),
+            })
         } else {
-            Desc::File(FileDesc { file, readable: read, writable: write, append })
+            Desc::File(FileDesc {
+                file,
+                readable: read,
+                writable: write,
+                append,
+            })
         }
     };
     let new = ctx.insert(desc)?;
@@ -826,7 +962,13 @@ pub(crate) fn path_readlink(
     Ok(())
 }
 
-pub(crate) fn path_remove_directory(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, p: i32, len: i32) -> Res {
+pub(crate) fn path_remove_directory(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    p: i32,
+    len: i32,
+) -> Res {
     let path = path(mem, p, len)?;
     ctx.writable_dir(fd)?.remove_dir(path)?;
     Ok(())
@@ -850,7 +992,15 @@ pub(crate) fn path_rename(
     Ok(())
 }
 
-pub(crate) fn path_symlink(ctx: &mut WasiCtx, mem: &mut [u8], old_p: i32, old_len: i32, fd: i32, new_p: i32, new_len: i32) -> Res {
+pub(crate) fn path_symlink(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    old_p: i32,
+    old_len: i32,
+    fd: i32,
+    new_p: i32,
+    new_len: i32,
+) -> Res {
     let old = path(mem, old_p, old_len)?.to_owned();
     let new = path(mem, new_p, new_len)?.to_owned();
     // The link may point anywhere: following it is what cap-std jails.
@@ -858,13 +1008,26 @@ pub(crate) fn path_symlink(ctx: &mut WasiCtx, mem: &mut [u8], old_p: i32, old_le
     Ok(())
 }
 
-pub(crate) fn path_unlink_file(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, p: i32, len: i32) -> Res {
+pub(crate) fn path_unlink_file(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    fd: i32,
+    p: i32,
+    len: i32,
+) -> Res {
     let path = path(mem, p, len)?;
     ctx.writable_dir(fd)?.remove_file_or_symlink(path)?;
     Ok(())
 }
 
-pub(crate) fn poll_oneoff(ctx: &mut WasiCtx, mem: &mut [u8], subs: i32, events: i32, n: i32, out: i32) -> Res {
+pub(crate) fn poll_oneoff(
+    ctx: &mut WasiCtx,
+    mem: &mut [u8],
+    subs: i32,
+    events: i32,
+    n: i32,
+    out: i32,
+) -> Res {
     let count = u32::try_from(n).map_err(|_| Errno::INVAL)?;
     if count == 0 {
         return Err(Errno::INVAL.into());
@@ -880,7 +1043,8 @@ pub(crate) fn poll_oneoff(ctx: &mut WasiCtx, mem: &mut [u8], subs: i32, events: 
             0 => {
                 let id = u32::from_le_bytes(sub[16..20].try_into().map_err(|_| Errno::FAULT)?);
                 let timeout = u64::from_le_bytes(sub[24..32].try_into().map_err(|_| Errno::FAULT)?);
-                let absolute = u16::from_le_bytes(sub[40..42].try_into().map_err(|_| Errno::FAULT)?) & 1 != 0;
+                let absolute =
+                    u16::from_le_bytes(sub[40..42].try_into().map_err(|_| Errno::FAULT)?) & 1 != 0;
                 let wait = if absolute {
                     let now = if id == 0 { now_real } else { now_mono };
                     timeout.saturating_sub(now)
