@@ -310,6 +310,24 @@ backend_test!(write_outside_the_declared_scope_is_denied, |kind| {
     assert!(!workspace.path().join("new.txt").exists());
 });
 
+backend_test!(hard_link_cannot_make_a_read_only_file_writable, |kind| {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("doc.txt"), "hello").unwrap();
+    let caps =
+        Capabilities::new().preopened_dir(workspace.path(), "/workspace", DirPerms::ReadOnly);
+    let op = json!({"op": "hardlink", "path": "/workspace/doc.txt", "content": "/tmp/doc.txt"});
+    let outcome = run_with(kind, op, &Limits::default(), &caps);
+    let result = stdout_json(&outcome);
+    assert!(
+        result["link"].as_str().unwrap().starts_with("err"),
+        "{result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("doc.txt")).unwrap(),
+        "hello"
+    );
+});
+
 backend_test!(read_write_dir_can_be_written, |kind| {
     let workspace = tempfile::tempdir().unwrap();
     let caps =

@@ -861,7 +861,9 @@ pub(crate) fn path_link(
     let old = path(mem, old_p, old_len)?.to_owned();
     let new = path(mem, new_p, new_len)?.to_owned();
     let target = ctx.writable_dir(new_fd)?.try_clone()?;
-    ctx.dir(old_fd)?.dir.hard_link(old, &target, new)?;
+    // The source must be writable too: a hard link shares the file, so linking a read-only
+    // file into a writable directory would make it writable.
+    ctx.writable_dir(old_fd)?.hard_link(old, &target, new)?;
     Ok(())
 }
 

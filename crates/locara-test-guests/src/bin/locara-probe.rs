@@ -18,6 +18,7 @@
 //! | `write`        | `path`, `content`           | writes a file                                     |
 //! | `read`         | `path`                      | reads a file                                      |
 //! | `list`         | `path`                      | lists a directory                                 |
+//! | `hardlink`     | `path`, `content`           | hard-links `path` to `content`, appends to it     |
 //! | `sleep`        | `ms`                        | sleeps (`poll_oneoff`)                            |
 //! | `panic`        |                             | panics                                            |
 //! | `exit`         | `code`, `stderr`            | writes `stderr` to stderr and exits with `code`   |
@@ -57,6 +58,7 @@ fn main() {
         "write" => write(str_field(&input, "path"), str_field(&input, "content")),
         "read" => read(str_field(&input, "path")),
         "list" => list(str_field(&input, "path")),
+        "hardlink" => hardlink(str_field(&input, "path"), str_field(&input, "content")),
         "sleep" => sleep(u64_field(&input, "ms").unwrap_or(0)),
         "panic" => panic!("locara-probe: deliberate panic"),
         "exit" => {
@@ -203,6 +205,21 @@ fn env() {
         Err(e) => format!("err: {e}"),
     };
     emit(&json!({ "env": env, "args": args, "cwd": cwd }));
+}
+
+/// Hard-links `from` to `to`, then tries to append to `to`: a link from a read-only directory
+/// into a writable one must not become a way to write the original.
+fn hardlink(from: &str, to: &str) {
+    let linked = std::fs::hard_link(from, to);
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .open(to)
+        .and_then(|mut f| f.write_all(b" pwned"));
+    let show = |r: io::Result<()>| match r {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => format!("err: {e}"),
+    };
+    emit(&json!({ "link": show(linked), "append": show(appended) }));
 }
 
 fn write(path: &str, content: &str) {
