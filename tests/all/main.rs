@@ -4,3 +4,5 @@
 mod tampering;
 // A host that uses only manifest + registry + sandbox, without the pipeline.
 mod minimal_host;
+// Tools an app ships itself, verified against the host's trusted keys.
+mod app_tools;
