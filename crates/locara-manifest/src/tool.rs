@@ -7,7 +7,7 @@ use crate::{EffectiveLimits, Error, LimitsSpec, Sha256Hex, ToolName, ToolRef, Ve
 
 /// A tool's manifest: identity, artifact pin, declared capabilities, limits and I/O schemas.
 ///
-/// This is the wire format of `manifest.json` (see `docs/SPEC-NOTES.md`). Unknown fields are
+/// This is the wire format of `manifest.json` (see `docs/tool-abi.md`). Unknown fields are
 /// errors. A manifest pins its wasm artifact by SHA-256, so a signature over the manifest's
 /// bytes covers the artifact too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

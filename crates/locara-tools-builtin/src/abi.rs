@@ -1,4 +1,4 @@
-//! The tool ABI shared by every built-in tool (see `docs/SPEC-NOTES.md`).
+//! The tool ABI shared by every built-in tool (see `docs/tool-abi.md`).
 //!
 //! A tool reads one JSON object from stdin and writes one JSON value to stdout with exit code 0.
 //! On failure it writes a one-line, actionable message to stderr and exits with
