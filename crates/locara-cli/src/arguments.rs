@@ -1,0 +1,136 @@
+//! A tool's argument object from the command line: a JSON object (positional, or `--input`
+//! FILE or `-`), with `--arg KEY=VALUE` pairs set on top.
+//!
+//! VALUE is parsed as JSON when it parses, else taken as a string; `@PATH` takes a file's text
+//! and `@-` stdin's. Stdin can be read once per command.
+
+use std::io::Read;
+
+use anyhow::{Context as _, format_err};
+use serde_json::{Map, Value};
+
+/// Stdin, readable once, named after whoever read it for a clear error on the second read.
+pub(crate) struct Stdin<'a> {
+    reader: Box<dyn Read + 'a>,
+    taken_by: Option<String>,
+}
+
+impl<'a> Stdin<'a> {
+    /// Wraps a reader (the process's stdin, or a test's bytes).
+    pub(crate) fn new(reader: impl Read + 'a) -> Stdin<'a> {
+        Stdin {
+            reader: Box::new(reader),
+            taken_by: None,
+        }
+    }
+
+    /// Reads all of stdin as text, for `user` (e.g. `--input -`).
+    pub(crate) fn read(&mut self, user: &str) -> anyhow::Result<String> {
+        if let Some(first) = &self.taken_by {
+            return Err(format_err!(
+                "{user} cannot read stdin: {first} already read it"
+            ));
+        }
+        self.taken_by = Some(user.to_owned());
+        let mut text = String::new();
+        self.reader
+            .read_to_string(&mut text)
+            .with_context(|| format!("cannot read stdin for {user}"))?;
+        Ok(text)
+    }
+}
+
+/// Reads a file's text, or stdin's for `-`.
+pub(crate) fn read_source(
+    source: &str,
+    stdin: &mut Stdin<'_>,
+    user: &str,
+) -> anyhow::Result<String> {
+    if source == "-" {
+        return stdin.read(user);
+    }
+    std::fs::read_to_string(source).with_context(|| format!("cannot read {source} for {user}"))
+}
+
+/// The argument object, and which `--arg` values were read as JSON rather than as strings
+/// (for a hint when the tool wanted a string).
+#[derive(Debug)]
+pub(crate) struct Arguments {
+    /// The object to send.
+    pub(crate) value: Value,
+    /// `(key, VALUE as typed)` for each `--arg` whose VALUE parsed as JSON other than a string.
+    pub(crate) parsed: Vec<(String, String)>,
+}
+
+/// Builds the argument object.
+pub(crate) fn build(
+    positional: Option<&str>,
+    input: Option<&str>,
+    pairs: &[String],
+    stdin: &mut Stdin<'_>,
+) -> anyhow::Result<Arguments> {
+    let base = match (positional, input) {
+        (Some(text), _) => Some(parse_object(text, "ARGS_JSON")?),
+        (None, Some(source)) => {
+            let text = read_source(source, stdin, "--input")?;
+            Some(parse_object(&text, &format!("--input {source}"))?)
+        }
+        (None, None) => None,
+    };
+    let mut object = base.unwrap_or_default();
+    let mut parsed = Vec::new();
+    for pair in pairs {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format_err!("--arg {pair:?} is not KEY=VALUE"))?;
+        if key.is_empty() {
+            return Err(format_err!("--arg {pair:?} has an empty key"));
+        }
+        let value = match value.strip_prefix('@') {
+            Some(source) => Value::String(read_source(source, stdin, &format!("--arg {key}"))?),
+            None => {
+                let json = parse_value(value);
+                if !json.is_string() {
+                    parsed.push((key.to_owned(), value.to_owned()));
+                }
+                json
+            }
+        };
+        object.insert(key.to_owned(), value);
+    }
+    Ok(Arguments {
+        value: Value::Object(object),
+        parsed,
+    })
+}
+
+/// VALUE as JSON when it parses (numbers, booleans, null, arrays, objects, quoted strings),
+/// else as a string.
+pub(crate) fn parse_value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+/// Parses `text` as a JSON object.
+fn parse_object(text: &str, what: &str) -> anyhow::Result<Map<String, Value>> {
+    let value: Value =
+        serde_json::from_str(text).with_context(|| format!("{what} is not valid JSON"))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(format_err!(
+            "{what} must be a JSON object of arguments, not {}",
+            kind(&other)
+        )),
+    }
+}
+
+/// What kind of JSON value this is, for messages.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,238 @@
+//! The command line, as clap sees it: global options, subcommands and their help.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use locara_facade::BackendKind;
+
+/// The long help's closing section: what each exit code means.
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the tool ran and failed (`run`: its error report is on stderr), a chain step failed
+     (`chain`), or a tool failed verification (`verify`)
+  2  the call could not run (unknown, untrusted or tampered tool, capability not granted,
+     invalid arguments), bad usage, or any other error (message and hint on stderr)";
+
+const LONG_ABOUT: &str = "\
+Runs LLM-agent tools as signed WebAssembly modules in a sandbox.
+
+Tools live in a Locara home: `registry/` (signed tools), `cache/`, `trust/` (the publishers'
+`*.pub.json` keys whose signatures are accepted) and `locara.lock`. The home is `--home`, else
+$LOCARA_HOME, else the nearest `.locara` directory above the current one, else ~/.locara.
+
+With an app manifest (`--app`, or `./locara.json` when it exists), only the app's tools are
+callable and the app's grants decide what they get. Without one, the person at the terminal is
+the app: any safety tier may run, and `run --dir DIR` grants DIR (read-only unless
+`--allow-write`).";
+
+/// `locara`: search, describe, run and chain sandboxed wasm tools, and verify, sign and
+/// publish them.
+#[derive(Debug, Parser)]
+#[command(name = "locara", version, long_about = LONG_ABOUT, after_long_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    /// The Locara home [default: the nearest `.locara` directory above the current one, else
+    /// ~/.locara]
+    #[arg(long, global = true, env = "LOCARA_HOME", value_name = "DIR")]
+    pub(crate) home: Option<PathBuf>,
+
+    /// The engine that runs tools
+    #[arg(long, global = true, value_enum, default_value_t = Engine::Wasmtime)]
+    pub(crate) engine: Engine,
+
+    /// An app manifest (`locara.json`) whose tools and grants apply [default: ./locara.json if
+    /// it exists]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) app: Option<PathBuf>,
+
+    /// Print machine-readable JSON on stdout
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The engine flag's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Engine {
+    /// Wasmtime: compiled, exact wall-time limits.
+    Wasmtime,
+    /// wasmi: an interpreter; portable, slower.
+    Wasmi,
+}
+
+impl Engine {
+    /// The facade's name for this engine.
+    pub(crate) fn kind(self) -> BackendKind {
+        match self {
+            Engine::Wasmtime => BackendKind::Wasmtime,
+            Engine::Wasmi => BackendKind::Wasmi,
+        }
+    }
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List the callable tools: `id@version`, safety tier and a one-line description
+    List,
+
+    /// Search the callable tools, best match first, with scores
+    Search {
+        /// What the tool should do, e.g. `split text into chunks`
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// The most results to show
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+
+    /// Show everything needed to call a tool: tier, license, limits, capabilities and schemas
+    Describe {
+        /// `id` or `id@version` (a bare id is the newest)
+        tool: String,
+    },
+
+    /// Run a tool and print its output JSON
+    #[command(after_long_help = EXIT_CODES)]
+    Run(RunArgs),
+
+    /// Run a chain of tool calls (a ChainRequest JSON) and print the ChainResponse
+    #[command(after_long_help = EXIT_CODES)]
+    Chain(ChainArgs),
+
+    /// Verify registry tools (signature, trusted key, artifact hash, lockfile), or one tool
+    /// outside the registry with `--manifest`
+    #[command(after_long_help = EXIT_CODES)]
+    Verify(VerifyArgs),
+
+    /// Generate a publisher key pair: `NAME.secret.json` (mode 0600) and `NAME.pub.json`
+    Keygen {
+        /// The publisher's name; also the key files' base name
+        #[arg(long)]
+        publisher: String,
+        /// Where to write the key files
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        out: PathBuf,
+    },
+
+    /// Sign a tool manifest, writing `manifest.sig.json` beside it
+    Sign {
+        /// The secret key file (`NAME.secret.json`)
+        #[arg(long, value_name = "SECRET.json")]
+        key: PathBuf,
+        /// The manifest to sign
+        #[arg(long, value_name = "MANIFEST.json")]
+        manifest: PathBuf,
+        /// First pin this wasm module in the manifest (`artifact` sha256, size and url), rewriting
+        /// the manifest file; the manifest may then be a template without `artifact`
+        #[arg(long, value_name = "FILE")]
+        wasm: Option<PathBuf>,
+        /// Where to write the signature [default: `manifest.sig.json` beside the manifest]
+        #[arg(long, value_name = "SIG")]
+        out: Option<PathBuf>,
+    },
+
+    /// Pin, sign and publish a tool into `<home>/registry`
+    Publish {
+        /// The secret key file (`NAME.secret.json`)
+        #[arg(long, value_name = "SECRET.json")]
+        key: PathBuf,
+        /// The manifest template (every field but `artifact`; a full manifest is accepted too)
+        #[arg(long, value_name = "TEMPLATE.json")]
+        manifest: PathBuf,
+        /// The tool's wasm module
+        #[arg(long, value_name = "FILE")]
+        wasm: PathBuf,
+    },
+}
+
+/// `locara run`.
+#[derive(Debug, Args)]
+#[command(long_about = "\
+Run a tool and print its output JSON (with --json: the whole RunResponse).
+
+The arguments are one JSON object: ARGS_JSON, or the JSON file given by --input (`-` reads
+stdin), with each --arg KEY=VALUE set on top. VALUE is parsed as JSON when it parses (numbers,
+booleans, null, arrays, objects, \"quoted strings\"), else taken as a string; KEY=@PATH takes the
+text of the file PATH, KEY=@- the text of stdin.
+
+--dir DIR selects the directory the tool sees at /workspace. Without an app manifest, DIR is
+also granted, read-only unless --allow-write; with one, the app's grants decide.")]
+pub(crate) struct RunArgs {
+    /// The tool: `id` or `id@version`
+    pub(crate) tool: String,
+
+    /// The arguments as a JSON object, e.g. '{"text": "…"}'
+    #[arg(value_name = "ARGS_JSON", conflicts_with = "input")]
+    pub(crate) arguments: Option<String>,
+
+    /// Set one argument (repeatable); VALUE is JSON if it parses, else a string; `@PATH` reads a
+    /// file, `@-` stdin
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub(crate) args: Vec<String>,
+
+    /// Read the arguments object from a JSON file (`-` for stdin)
+    #[arg(long, value_name = "FILE|-")]
+    pub(crate) input: Option<String>,
+
+    /// The directory the tool sees at /workspace
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+
+    /// Without an app manifest: let the tool write in --dir
+    #[arg(long, requires = "dir")]
+    pub(crate) allow_write: bool,
+}
+
+/// `locara chain`.
+#[derive(Debug, Args)]
+#[command(long_about = "\
+Run a chain of tool calls and print the ChainResponse JSON.
+
+The file holds {\"steps\": [{\"tool\": \"…\", \"arguments\": {…}, \"workspace\": \"DIR\"}, …]}. An argument
+{\"$ref\": \"steps.N.output.field\"} is replaced by that part of step N's output. The chain stops
+at the first step that fails. --dir is the workspace of steps that name none and, without an app
+manifest, is granted (read-only unless --allow-write).")]
+pub(crate) struct ChainArgs {
+    /// The ChainRequest JSON file (`-` for stdin)
+    #[arg(value_name = "FILE|-")]
+    pub(crate) file: String,
+
+    /// The workspace of steps that name none; granted when there is no app manifest
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+
+    /// Without an app manifest: let tools write in --dir
+    #[arg(long, requires = "dir")]
+    pub(crate) allow_write: bool,
+}
+
+/// `locara verify`.
+#[derive(Debug, Args)]
+#[command(long_about = "\
+Verify tools fully: a trusted signature over the manifest, the artifact's size and sha256 against
+the signed manifest, and the lockfile's pins. Prints one line per tool, `ok` or `FAIL` with the
+reason, including registry entries that cannot even be listed.
+
+Registry tools are checked from the registry's own files (not the cache), and nothing is written
+to the home. With --manifest, checks one tool outside the registry instead.")]
+pub(crate) struct VerifyArgs {
+    /// Registry tools to check (`id` = every version of it, or `id@version`) [default: all]
+    #[arg(conflicts_with_all = ["manifest", "signature", "wasm"])]
+    pub(crate) tools: Vec<String>,
+
+    /// A tool manifest outside the registry
+    #[arg(long, value_name = "M")]
+    pub(crate) manifest: Option<PathBuf>,
+
+    /// Its signature [default: `manifest.sig.json` beside the manifest]
+    #[arg(long, value_name = "S", requires = "manifest")]
+    pub(crate) signature: Option<PathBuf>,
+
+    /// Its wasm module [default: the manifest's `artifact.url`, beside the manifest]
+    #[arg(long, value_name = "W", requires = "manifest")]
+    pub(crate) wasm: Option<PathBuf>,
+}

@@ -1,0 +1,157 @@
+//! What every command shares: the home, the engine, the app manifest, and how the facade and
+//! the registry are opened from them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, format_err};
+use locara_facade::{AppManifest, FsGrant, Grants, Locara, LocaraConfig, SafetyTier};
+use locara_registry::{Registry, RegistryConfig, TrustStore};
+
+use crate::cli::Cli;
+
+/// The name of the home directory looked for above the current directory and in `$HOME`.
+const HOME_DIR_NAME: &str = ".locara";
+
+/// The app manifest looked for in the current directory.
+const APP_FILE_NAME: &str = "locara.json";
+
+/// The global options, resolved.
+#[derive(Debug)]
+pub(crate) struct Context {
+    /// The Locara home.
+    pub(crate) home: PathBuf,
+    /// The engine.
+    pub(crate) engine: crate::cli::Engine,
+    /// The app manifest, read when a facade is opened (so a broken one does not stop `keygen`).
+    pub(crate) app_file: Option<PathBuf>,
+    /// Machine output.
+    pub(crate) json: bool,
+}
+
+impl Context {
+    /// Resolves the global options: finds the home and reads the app manifest.
+    pub(crate) fn new(cli: &Cli) -> anyhow::Result<Context> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let home = match &cli.home {
+            Some(home) => home.clone(),
+            None => find_home(&cwd, std::env::home_dir().as_deref()).ok_or_else(|| {
+                format_err!("cannot find a Locara home: pass `--home DIR` or set LOCARA_HOME")
+            })?,
+        };
+        let app_file = match &cli.app {
+            Some(file) => Some(file.clone()),
+            None => Some(cwd.join(APP_FILE_NAME)).filter(|f| f.is_file()),
+        };
+        Ok(Context {
+            home,
+            engine: cli.engine,
+            app_file,
+            json: cli.json,
+        })
+    }
+
+    /// `<home>/registry`.
+    pub(crate) fn registry_dir(&self) -> PathBuf {
+        self.home.join("registry")
+    }
+
+    /// `<home>/trust`.
+    pub(crate) fn trust_dir(&self) -> PathBuf {
+        self.home.join("trust")
+    }
+
+    /// `<home>/locara.lock`.
+    pub(crate) fn lockfile(&self) -> PathBuf {
+        self.home.join("locara.lock")
+    }
+
+    /// Fails with a message a person can act on when the home has no registry.
+    pub(crate) fn require_registry(&self) -> anyhow::Result<()> {
+        let registry = self.registry_dir();
+        if registry.is_dir() {
+            return Ok(());
+        }
+        Err(format_err!(
+            "no tools installed in {}: run `cargo xtask build-tools` (in the Locara repo) or `locara publish`",
+            registry.display()
+        ))
+    }
+
+    /// The keys in `<home>/trust` (none when the directory does not exist).
+    pub(crate) fn trust(&self) -> anyhow::Result<TrustStore> {
+        let dir = self.trust_dir();
+        if !dir.is_dir() {
+            return Ok(TrustStore::new());
+        }
+        TrustStore::load_dir(&dir)
+            .with_context(|| format!("cannot load the trusted keys in {}", dir.display()))
+    }
+
+    /// The home's registry trusting `<home>/trust`, caching in `cache_dir`, without a lockfile.
+    pub(crate) fn registry(&self, cache_dir: &Path) -> anyhow::Result<Registry> {
+        let config = RegistryConfig::new(self.registry_dir())
+            .with_cache_dir(cache_dir)
+            .with_trust(self.trust()?);
+        Ok(Registry::new(config)?)
+    }
+
+    /// Opens the facade. Without an app manifest, `dir` (if any) is granted, read-only unless
+    /// `allow_write`, and every safety tier is admitted: the person at the terminal named the
+    /// tool. With one, the app's grants rule and `dir` only selects the workspace.
+    pub(crate) fn locara(&self, dir: Option<&Path>, allow_write: bool) -> anyhow::Result<Locara> {
+        self.require_registry()?;
+        let mut config = LocaraConfig::new(&self.home).with_engine(self.engine.kind());
+        match self.app_file.as_deref().map(load_app).transpose()? {
+            Some((app, app_dir)) => {
+                if allow_write {
+                    eprintln!(
+                        "note: --allow-write is ignored: the app manifest's grants decide what tools may write"
+                    );
+                }
+                config = config.with_app(app, app_dir);
+            }
+            None => {
+                let mut grants = Grants::new().with_max_safety_tier(SafetyTier::Privileged);
+                if let Some(dir) = dir {
+                    grants = grants.with_fs(FsGrant::new(dir).with_write(allow_write));
+                }
+                config = config.with_grants(grants);
+            }
+        }
+        Ok(Locara::new(&config)?)
+    }
+}
+
+/// The nearest `.locara` directory in `cwd` or above it, else `<user_home>/.locara`.
+pub(crate) fn find_home(cwd: &Path, user_home: Option<&Path>) -> Option<PathBuf> {
+    cwd.ancestors()
+        .map(|dir| dir.join(HOME_DIR_NAME))
+        .find(|candidate| candidate.is_dir())
+        .or_else(|| user_home.map(|home| home.join(HOME_DIR_NAME)))
+}
+
+/// Reads an app manifest; its relative paths are relative to its directory.
+fn load_app(file: &Path) -> anyhow::Result<(AppManifest, PathBuf)> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read the app manifest {}", file.display()))?;
+    let app = AppManifest::from_json(&text)
+        .with_context(|| format!("invalid app manifest {}", file.display()))?;
+    let dir = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    Ok((app, dir))
+}
+
+/// `dir` as an absolute path, checked to be an existing directory.
+pub(crate) fn existing_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    let canonical = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot use --dir {}", dir.display()))?;
+    if !canonical.is_dir() {
+        return Err(format_err!(
+            "cannot use --dir {}: it is not a directory",
+            dir.display()
+        ));
+    }
+    Ok(canonical)
+}

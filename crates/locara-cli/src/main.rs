@@ -1,0 +1,81 @@
+//! `locara`: the command line over `locara-facade` (list, search, describe, run, chain) and
+//! `locara-registry` (verify, keygen, sign, publish).
+//!
+//! It sits on top of every library crate and adds only what a terminal needs: finding the home,
+//! turning flags into a request and the response into text. It does not validate, hash or sign
+//! anything itself. Exit codes: 0 success; 1 the tool ran and failed, a chain step failed, or a
+//! tool failed verification; 2 the call could not run, bad usage, or any other error.
+//!
+//! Output goes through a locked stdout handle (see `output`), so a closed pipe ends quietly
+//! instead of panicking as `println!` would.
+
+#![forbid(unsafe_code)]
+
+mod arguments;
+mod catalog;
+mod cli;
+mod context;
+mod output;
+mod publish;
+mod run;
+mod verify;
+
+#[cfg(test)]
+mod tests;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+use crate::{
+    arguments::Stdin,
+    cli::{Cli, Command},
+    context::Context,
+};
+
+/// Exit code for everything that is not a tool's own failure.
+const ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    match run(&cli) {
+        Ok(code) => code,
+        Err(error) => {
+            if let Some(error) = error.downcast_ref::<locara_facade::Error>() {
+                // A facade error already says what to do; print it as an agent would see it.
+                if let Err(e) = output::could_not_run(error.report(), json) {
+                    eprintln!("error: {e:#}");
+                }
+            } else {
+                eprintln!("error: {error:#}");
+            }
+            ExitCode::from(ERROR)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let ctx = Context::new(cli)?;
+    let mut stdin = Stdin::new(std::io::stdin());
+    match &cli.command {
+        Command::List => catalog::list(&ctx),
+        Command::Search { query, limit } => catalog::search(&ctx, query, *limit),
+        Command::Describe { tool } => catalog::describe(&ctx, tool),
+        Command::Run(args) => run::run(&ctx, args, &mut stdin),
+        Command::Chain(args) => run::chain(&ctx, args, &mut stdin),
+        Command::Verify(args) => verify::verify(&ctx, args),
+        Command::Keygen { publisher, out } => publish::keygen(&ctx, publisher, out),
+        Command::Sign {
+            key,
+            manifest,
+            wasm,
+            out,
+        } => publish::sign(&ctx, key, manifest, wasm.as_deref(), out.as_deref()),
+        Command::Publish {
+            key,
+            manifest,
+            wasm,
+        } => publish::publish(&ctx, key, manifest, wasm),
+    }
+}

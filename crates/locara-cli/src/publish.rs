@@ -1,0 +1,221 @@
+//! `keygen`, `sign` and `publish`: a publisher's side. Hashing and signing are
+//! `locara-registry`'s; this module only reads and writes the files around them.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, format_err};
+use locara_manifest::{Lockfile, ToolManifest};
+use locara_registry::{
+    KeyId, Registry, RegistryConfig, SigningKey, generate_keypair, prepare_manifest, sign_manifest,
+};
+use serde_json::{Value, json};
+
+use crate::{context::Context, output};
+
+/// `locara keygen`.
+pub(crate) fn keygen(ctx: &Context, publisher: &str, out: &Path) -> anyhow::Result<ExitCode> {
+    if publisher.is_empty() || publisher.starts_with('.') || publisher.contains(['/', '\\']) {
+        return Err(format_err!(
+            "invalid publisher name {publisher:?}: it names the key files, so it must not be empty, start with `.` or contain `/` or `\\`"
+        ));
+    }
+    let secret_path = out.join(format!("{publisher}.secret.json"));
+    let public_path = out.join(format!("{publisher}.pub.json"));
+    for path in [&secret_path, &public_path] {
+        if path.exists() {
+            return Err(format_err!(
+                "{} already exists: refusing to replace a key; choose another --out or --publisher",
+                path.display()
+            ));
+        }
+    }
+    let key = generate_keypair(publisher)?;
+    key.write_file(&secret_path)?;
+    key.public_key().write_file(&public_path)?;
+    let trust_dir = ctx.trust_dir();
+    if ctx.json {
+        output::json(&json!({
+            "publisher": publisher,
+            "key_id": key.key_id().to_string(),
+            "secret_key_file": secret_path,
+            "public_key_file": public_path,
+            "trust_dir": trust_dir,
+        }))?;
+    } else {
+        output::stdout(&format!(
+            "key id:      {}\nsecret key:  {} (keep it private)\npublic key:  {}\n\nto trust this key, copy the public key into the home's trust directory:\n  mkdir -p {} && cp {} {}/\n",
+            key.key_id(),
+            secret_path.display(),
+            public_path.display(),
+            trust_dir.display(),
+            public_path.display(),
+            trust_dir.display(),
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `locara sign`.
+pub(crate) fn sign(
+    ctx: &Context,
+    key: &Path,
+    manifest_path: &Path,
+    wasm: Option<&Path>,
+    out: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let key = SigningKey::read_file(key)?;
+    let manifest_bytes = match wasm {
+        Some(wasm) => {
+            let manifest = prepare(manifest_path, wasm)?;
+            let text = manifest.to_json_pretty();
+            std::fs::write(manifest_path, &text)
+                .with_context(|| format!("cannot rewrite {}", manifest_path.display()))?;
+            text.into_bytes()
+        }
+        None => {
+            let bytes = std::fs::read(manifest_path)
+                .with_context(|| format!("cannot read {}", manifest_path.display()))?;
+            ToolManifest::from_slice(&bytes).with_context(|| {
+                format!(
+                    "{} is not a complete manifest (pass --wasm to pin its module first)",
+                    manifest_path.display()
+                )
+            })?;
+            bytes
+        }
+    };
+    let signature = sign_manifest(&manifest_bytes, &key);
+    let out = match out {
+        Some(out) => out.to_owned(),
+        None => beside(manifest_path, "manifest.sig.json"),
+    };
+    std::fs::write(&out, signature.to_json_pretty())
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    if ctx.json {
+        output::json(
+            &json!({ "manifest": manifest_path, "signature": out, "key_id": key.key_id().to_string() }),
+        )?;
+    } else {
+        output::stdout(&format!(
+            "signed {} with {}\nwrote {}\n",
+            manifest_path.display(),
+            key.key_id(),
+            out.display()
+        ))?;
+    }
+    note_untrusted(ctx, key.key_id(), &format!("{}.pub.json", key.publisher()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `locara publish`.
+pub(crate) fn publish(
+    ctx: &Context,
+    key: &Path,
+    manifest_path: &Path,
+    wasm_path: &Path,
+) -> anyhow::Result<ExitCode> {
+    let key = SigningKey::read_file(key)?;
+    let manifest = prepare(manifest_path, wasm_path)?;
+    let wasm =
+        std::fs::read(wasm_path).with_context(|| format!("cannot read {}", wasm_path.display()))?;
+    let registry = Registry::new(
+        RegistryConfig::new(ctx.registry_dir()).with_cache_dir(ctx.home.join("cache")),
+    )?;
+    let published = registry.publish(&manifest, &wasm, &key)?;
+    let tool = format!("{}@{}", published.id, published.version);
+    if ctx.json {
+        output::json(&json!({
+            "tool": tool,
+            "manifest": published.manifest_path,
+            "signature": published.signature_path,
+            "artifact": published.artifact_path,
+            "artifact_sha256": published.artifact_digest.to_hex(),
+            "manifest_sha256": published.manifest_digest.to_hex(),
+            "key_id": published.key_id.to_string(),
+        }))?;
+    } else {
+        output::stdout(&format!(
+            "published {tool} to {}\n  artifact sha256 {}\n  signed by {}\n",
+            published
+                .manifest_path
+                .parent()
+                .unwrap_or(&published.manifest_path)
+                .display(),
+            published.artifact_digest,
+            published.key_id,
+        ))?;
+    }
+    note_untrusted(
+        ctx,
+        &published.key_id,
+        &format!("{}.pub.json", key.publisher()),
+    );
+    note_lock_mismatch(ctx, &manifest, &published.artifact_digest.to_hex());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads a manifest template (or a full manifest, whose `artifact` is replaced) and pins
+/// `wasm` in it. `validated_at` and `validated_by` are kept.
+fn prepare(manifest_path: &Path, wasm_path: &Path) -> anyhow::Result<ToolManifest> {
+    let text = std::fs::read_to_string(manifest_path)
+        .with_context(|| format!("cannot read {}", manifest_path.display()))?;
+    let wasm =
+        std::fs::read(wasm_path).with_context(|| format!("cannot read {}", wasm_path.display()))?;
+    let mut value: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", manifest_path.display()))?;
+    let object = value
+        .as_object_mut()
+        .ok_or_else(|| format_err!("{} must hold a JSON object", manifest_path.display()))?;
+    object.remove("artifact");
+    let validated_at = object.remove("validated_at");
+    let validated_by = object.remove("validated_by");
+    let mut manifest = prepare_manifest(&value.to_string(), &wasm)
+        .with_context(|| format!("cannot prepare {}", manifest_path.display()))?;
+    if let Some(Value::String(at)) = validated_at {
+        manifest = manifest.with_validated_at(at);
+    }
+    if let Some(Value::String(by)) = validated_by {
+        manifest = manifest.with_validated_by(by);
+    }
+    Ok(manifest)
+}
+
+/// `name` in the directory of `file`.
+fn beside(file: &Path, name: &str) -> PathBuf {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(name),
+        _ => PathBuf::from(name),
+    }
+}
+
+/// Tells on stderr when the home does not trust `key_id` yet.
+fn note_untrusted(ctx: &Context, key_id: &KeyId, public_file: &str) {
+    if ctx.trust().is_ok_and(|trust| trust.get(key_id).is_none()) {
+        eprintln!(
+            "note: {key_id} is not trusted by {}: Locara refuses what it signed until you copy `{public_file}` into {}",
+            ctx.home.display(),
+            ctx.trust_dir().display()
+        );
+    }
+}
+
+/// Tells on stderr when the lockfile pins this version with other bytes.
+fn note_lock_mismatch(ctx: &Context, manifest: &ToolManifest, artifact_sha256: &str) {
+    let Ok(text) = std::fs::read_to_string(ctx.lockfile()) else {
+        return;
+    };
+    let Ok(lockfile) = Lockfile::from_json(&text) else {
+        return;
+    };
+    if let Some(pin) = lockfile.get(&manifest.id)
+        && pin.version == manifest.version
+        && pin.artifact_sha256.as_str() != artifact_sha256
+    {
+        eprintln!(
+            "note: {} pins {} with other bytes, so running it will fail with a lock mismatch until it is re-locked",
+            ctx.lockfile().display(),
+            manifest.tool_ref()
+        );
+    }
+}

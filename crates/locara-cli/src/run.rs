@@ -1,0 +1,185 @@
+//! `run` and `chain`: calling tools and reporting what happened.
+//!
+//! A tool that ran and failed exits 1 with its error report on stderr; a call that could not
+//! run exits 2 with the facade's message, hint and violations.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use locara_facade::{ChainRequest, ErrorReport, Locara, RunRequest, RunResponse};
+
+use crate::{
+    arguments::{self, Stdin},
+    cli::{ChainArgs, RunArgs},
+    context::{self, Context},
+    output,
+};
+
+/// Exit code: the tool ran and failed.
+const TOOL_FAILED: u8 = 1;
+/// Exit code: the call could not run.
+const COULD_NOT_RUN: u8 = 2;
+
+/// `locara run`.
+pub(crate) fn run(
+    ctx: &Context,
+    args: &RunArgs,
+    stdin: &mut Stdin<'_>,
+) -> anyhow::Result<ExitCode> {
+    let arguments = arguments::build(
+        args.arguments.as_deref(),
+        args.input.as_deref(),
+        &args.args,
+        stdin,
+    )?;
+    let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
+    let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
+    let mut request = RunRequest::new(&args.tool, arguments.value);
+    if let Some(dir) = &dir {
+        request = request.with_workspace(dir);
+    }
+    let response = match runtime()?.block_on(locara.run(request)) {
+        Ok(response) => response,
+        Err(error) => {
+            let mut report = error.report().clone();
+            if ctx.app_file.is_none()
+                && let Some(hint) = terminal_hint(&locara, &args.tool, &report, args)
+            {
+                report.hint = hint;
+            }
+            if let Some(hint) = quoting_hint(&report, &arguments.parsed) {
+                report.hint = format!("{hint}; {}", report.hint);
+            }
+            output::could_not_run(&report, ctx.json)?;
+            return Ok(ExitCode::from(COULD_NOT_RUN));
+        }
+    };
+    if ctx.json {
+        output::json(&response)?;
+    } else if response.ok {
+        output::json(response.output.as_ref().unwrap_or(&serde_json::Value::Null))?;
+    }
+    if let Some(t) = &response.truncated {
+        eprintln!(
+            "note: the output was cut from {} to {} bytes to fit the output cap",
+            t.original_bytes, t.returned_bytes
+        );
+    }
+    if response.ok {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprint!("{}", failure_text(&response));
+    Ok(ExitCode::from(TOOL_FAILED))
+}
+
+/// `locara chain`.
+pub(crate) fn chain(
+    ctx: &Context,
+    args: &ChainArgs,
+    stdin: &mut Stdin<'_>,
+) -> anyhow::Result<ExitCode> {
+    let text = arguments::read_source(&args.file, stdin, "chain")?;
+    let mut request: ChainRequest = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a valid chain request", args.file))?;
+    let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
+    if let Some(dir) = &dir {
+        for step in &mut request.steps {
+            if step.workspace.is_none() {
+                step.workspace = Some(dir.clone());
+            }
+        }
+    }
+    let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
+    let response = runtime()?.block_on(locara.run_chain(request));
+    output::json(&response)?;
+    if response.ok {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let failed = response
+        .failed_step
+        .map_or_else(|| "a step".to_owned(), |i| format!("step {i}"));
+    match (
+        &response.error,
+        response.failed_step.and_then(|i| response.steps.get(i)),
+    ) {
+        (Some(report), _) => eprint!(
+            "chain stopped: {failed} could not run\n{}",
+            output::report_text(report)
+        ),
+        (None, Some(step)) => eprint!("chain stopped: {failed} failed\n{}", failure_text(step)),
+        (None, None) => eprintln!("chain stopped at {failed}"),
+    }
+    Ok(ExitCode::from(TOOL_FAILED))
+}
+
+/// A current-thread runtime: one call at a time, run to completion.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// A failed run as a person reads it: the tool, its error report and its stderr.
+fn failure_text(response: &RunResponse) -> String {
+    let mut text = format!("{} failed\n", response.tool);
+    if let Some(report) = &response.error {
+        text.push_str(&output::report_text(report));
+    }
+    let stderr = response.stderr.trim_end();
+    // A tool's one-line error is often the report's message already.
+    let repeated = response
+        .error
+        .as_ref()
+        .is_some_and(|r| r.message.trim_end() == stderr);
+    if !stderr.is_empty() && !repeated {
+        text.push_str("tool stderr:\n");
+        for line in stderr.lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    text
+}
+
+/// A hint in command-line terms for a workspace the terminal did not grant, when the tool asks
+/// for one.
+fn terminal_hint(
+    locara: &Locara,
+    tool: &str,
+    report: &ErrorReport,
+    args: &RunArgs,
+) -> Option<String> {
+    if report.code != "capability_denied" {
+        return None;
+    }
+    let description = locara.describe(tool).ok()?;
+    let user_dir = description.capabilities["wasi_imports"]["fs"]["user_dir"]
+        .as_str()?
+        .to_owned();
+    match (user_dir.as_str(), &args.dir, args.allow_write) {
+        ("read" | "read_write", None, _) => {
+            Some("choose the directory the tool sees at /workspace with `--dir DIR`".to_owned())
+        }
+        ("read_write", Some(dir), false) => Some(format!(
+            "the tool writes in its workspace: add `--allow-write` to let it write in {}",
+            dir.display()
+        )),
+        _ => None,
+    }
+}
+
+/// When a `--arg` VALUE was read as JSON but the schema wanted another type there (usually a
+/// string), says how to quote it.
+fn quoting_hint(report: &ErrorReport, parsed: &[(String, String)]) -> Option<String> {
+    let (key, typed) = parsed.iter().find(|(key, _)| {
+        let pointer = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+        report
+            .violations
+            .iter()
+            .any(|v| v.pointer == pointer && v.constraint.starts_with("type"))
+    })?;
+    let quoted = serde_json::Value::String(typed.clone());
+    Some(format!(
+        "`--arg {key}={typed}` was read as JSON; to pass it as a string, quote it: --arg '{key}={quoted}'"
+    ))
+}

@@ -1,0 +1,1063 @@
+//! End-to-end tests of the `locara` binary against a `TestHome` (every built-in tool and the
+//! `test.probe` guest, published and signed): real processes, real outputs, real exit codes.
+
+use std::{
+    io::Write as _,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use locara_test_artifacts::{TOOLS, TestHome};
+use serde_json::{Value, json};
+
+/// The built-in tools every home built by `cargo xtask build-tools` has.
+const BUILTIN: [&str; 7] = [
+    "bash.read-only",
+    "file.edit",
+    "filesystem.list",
+    "filesystem.read",
+    "filesystem.search",
+    "filesystem.write",
+    "text.chunk",
+];
+
+/// A test home plus a clean working directory (no stray `locara.json` or `.locara`).
+struct Cli {
+    home: TestHome,
+    cwd: tempfile::TempDir,
+}
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
+    }
+}
+
+impl Cli {
+    fn new() -> Cli {
+        Cli {
+            home: TestHome::new(),
+            cwd: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_locara"));
+        command
+            .args(args)
+            .env("LOCARA_HOME", self.home.path())
+            .current_dir(self.cwd.path());
+        command
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Run {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn locara");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        Run {
+            code: output.status.code().expect("exit code"),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_with_stdin(args, "")
+    }
+
+    /// Runs and asserts exit code `code`.
+    fn expect(&self, code: i32, args: &[&str]) -> Run {
+        let run = self.run(args);
+        assert_eq!(run.code, code, "locara {args:?}: {run:#?}");
+        run
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.cwd.path().join(relative)
+    }
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The wasm and manifest template of a built-in tool.
+fn artifact(id: &str) -> (&'static str, &'static str) {
+    let (_, wasm, template) = TOOLS
+        .iter()
+        .find(|(t, _, _)| *t == id)
+        .expect("built-in tool");
+    (wasm, template)
+}
+
+/// Writes a copy of text.chunk's template with another id, and its wasm, into `dir`.
+fn custom_tool(dir: &Path, id: &str) -> (PathBuf, PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let (wasm, template) = artifact("text.chunk");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(template).unwrap()).unwrap();
+    manifest["id"] = json!(id);
+    let manifest_path = dir.join("manifest.json");
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+    let wasm_path = dir.join("tool.wasm");
+    std::fs::copy(wasm, &wasm_path).unwrap();
+    (manifest_path, wasm_path)
+}
+
+/// The chunks' texts, concatenated.
+fn rejoin(output: &Value) -> String {
+    output["chunks"]
+        .as_array()
+        .expect("chunks")
+        .iter()
+        .map(|c| c["text"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn list_shows_every_builtin_tool() {
+    let cli = Cli::new();
+    let run = cli.expect(0, &["list"]);
+    for id in BUILTIN {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}@0.1.0 ")))
+            .unwrap_or_else(|| panic!("{id} missing from:\n{}", run.stdout));
+        let tier = if matches!(id, "filesystem.write" | "file.edit") {
+            "side_effecting"
+        } else {
+            "read_only"
+        };
+        assert!(line.contains(tier), "{line}");
+    }
+    let chunk = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("text.chunk@0.1.0"))
+        .unwrap();
+    // The description's first sentence, cut at a word to fit one line.
+    let description = chunk.split_once("read_only").unwrap().1.trim();
+    assert!(
+        description.starts_with("Splits text into chunks of at most max_chars characters"),
+        "{chunk}"
+    );
+    assert!(
+        description.ends_with(" e.g.…") && description.chars().count() <= 100,
+        "{chunk}"
+    );
+    // Every built-in tool and the probe, one line each.
+    assert_eq!(
+        run.stdout.lines().count(),
+        BUILTIN.len() + 1,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(TOOLS.len(), BUILTIN.len());
+
+    let listed = cli.expect(0, &["--json", "list"]).json();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    // Sorted by id, like the text listing.
+    let mut expected = [&BUILTIN[..], &["test.probe"]].concat();
+    expected.sort();
+    assert_eq!(ids, expected);
+}
+
+#[test]
+fn search_ranks_text_chunk_first() {
+    let cli = Cli::new();
+    let run = cli.expect(0, &["search", "split", "text"]);
+    let first = run.stdout.lines().next().expect("a result");
+    let (score, rest) = first.trim_start().split_once("  ").unwrap();
+    assert!(score.parse::<f64>().unwrap() > 0.0, "{first}");
+    assert!(rest.starts_with("text.chunk@0.1.0"), "{first}");
+
+    let hits = cli
+        .expect(0, &["--json", "search", "split text", "--limit", "2"])
+        .json();
+    let hits = hits.as_array().unwrap();
+    assert!(hits.len() <= 2);
+    assert_eq!(hits[0]["tool"], "text.chunk@0.1.0");
+    assert!(hits[0]["score"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn describe_shows_tier_license_limits_and_schemas() {
+    let cli = Cli::new();
+    let run = cli.expect(0, &["describe", "text.chunk"]);
+    assert!(
+        run.stdout.starts_with("text.chunk@0.1.0 (Text chunker)\n"),
+        "{}",
+        run.stdout
+    );
+    for expected in [
+        "safety tier:   read_only",
+        "license:       Apache-2.0",
+        "limits:        memory 128 MiB, wall time 10000 ms, fuel 5000000000, output 32 MiB, 8 file descriptors",
+        "  workspace:     none",
+        "input schema:\n{",
+        "\"max_chars\": {",
+        "output schema:\n{",
+    ] {
+        assert!(
+            run.stdout.contains(expected),
+            "{expected:?} missing from:\n{}",
+            run.stdout
+        );
+    }
+
+    let described = cli
+        .expect(0, &["--json", "describe", "text.chunk@0.1.0"])
+        .json();
+    assert_eq!(described["input_schema"]["required"], json!(["text"]));
+    assert_eq!(
+        described["input_schema"]["properties"]["max_chars"]["type"],
+        "integer"
+    );
+
+    let missing = cli.expect(2, &["describe", "no.such"]);
+    assert!(
+        missing
+            .stderr
+            .starts_with("error[not_found]: no tool `no.such`; available: "),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn run_text_chunk_returns_chunks_that_rejoin() {
+    let cli = Cli::new();
+    let text = "Locara runs tools. Each one is signed. Chunks rejoin exactly.";
+    let run = cli.expect(
+        0,
+        &[
+            "run",
+            "text.chunk",
+            "--arg",
+            &format!("text={text}"),
+            "--arg",
+            "max_chars=10",
+        ],
+    );
+    let output: Value = run.json();
+    let chunks = output["chunks"].as_array().unwrap();
+    assert!(chunks.len() >= 6, "{output}");
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["text"].as_str().unwrap().chars().count() <= 10),
+        "{output}"
+    );
+    assert_eq!(rejoin(&output), text);
+
+    // `--json` prints the whole response.
+    let response = cli
+        .expect(0, &["--json", "run", "text.chunk", r#"{"text": "a b"}"#])
+        .json();
+    assert_eq!(response["ok"], true);
+    assert_eq!(response["tool"], "text.chunk@0.1.0");
+    assert_eq!(response["stats"]["engine"], "wasmtime");
+    assert_eq!(rejoin(&response["output"]), "a b");
+}
+
+#[test]
+fn arguments_come_from_json_files_stdin_and_at_paths() {
+    let cli = Cli::new();
+    std::fs::write(
+        cli.path("args.json"),
+        r#"{"text": "from a file", "max_chars": 4}"#,
+    )
+    .unwrap();
+    std::fs::write(cli.path("text.txt"), "12345").unwrap();
+
+    // `--input FILE`, with an `--arg` on top.
+    let run = cli.expect(
+        0,
+        &[
+            "run",
+            "text.chunk",
+            "--input",
+            "args.json",
+            "--arg",
+            "max_chars=100",
+        ],
+    );
+    assert_eq!(run.json()["chunks"].as_array().unwrap().len(), 1);
+    assert_eq!(rejoin(&run.json()), "from a file");
+
+    // `--input -` reads stdin.
+    let run = cli.run_with_stdin(
+        &["run", "text.chunk", "--input", "-"],
+        r#"{"text": "piped in"}"#,
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(rejoin(&run.json()), "piped in");
+
+    // `@path` is the file's text, even when it would parse as JSON.
+    let run = cli.expect(0, &["run", "text.chunk", "--arg", "text=@text.txt"]);
+    assert_eq!(rejoin(&run.json()), "12345");
+
+    // `@-` is stdin's text.
+    let run = cli.run_with_stdin(
+        &["run", "text.chunk", "--arg", "text=@-"],
+        "line one\nline two\n",
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(rejoin(&run.json()), "line one\nline two\n");
+
+    // A positional value that is not an object is a usage error.
+    let run = cli.expect(2, &["run", "text.chunk", "[1, 2]"]);
+    assert_eq!(
+        run.stderr,
+        "error: ARGS_JSON must be a JSON object of arguments, not an array\n"
+    );
+}
+
+#[test]
+fn run_filesystem_read_reads_a_real_file() {
+    let cli = Cli::new();
+    let dir = cli.path("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("x.txt"), "hello from the host\n").unwrap();
+    let run = cli.expect(
+        0,
+        &[
+            "run",
+            "filesystem.read",
+            "--dir",
+            s(&dir),
+            "--arg",
+            "path=x.txt",
+        ],
+    );
+    let output = run.json();
+    assert_eq!(output["content"], "hello from the host\n");
+    assert_eq!(output["path"], "x.txt");
+
+    // Without a directory the tool cannot run, and the hint says how to give one.
+    let run = cli.expect(2, &["run", "filesystem.read", "--arg", "path=x.txt"]);
+    assert!(
+        run.stderr.starts_with(
+            "error[capability_denied]: filesystem.read@0.1.0 needs a workspace directory"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: choose the directory the tool sees at /workspace with `--dir DIR`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn run_filesystem_write_needs_allow_write() {
+    let cli = Cli::new();
+    let dir = cli.path("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = [
+        "run",
+        "filesystem.write",
+        "--dir",
+        s(&dir),
+        "--arg",
+        "path=out.txt",
+        "--arg",
+        "content=written",
+    ];
+
+    let refused = cli.expect(2, &args);
+    assert!(
+        refused
+            .stderr
+            .starts_with("error[capability_denied]: filesystem.write@0.1.0 needs write access to "),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused
+            .stderr
+            .contains("hint: the tool writes in its workspace: add `--allow-write`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stdout.is_empty());
+    assert!(!dir.join("out.txt").exists());
+
+    let run = cli.expect(0, &[&args[..], &["--allow-write"]].concat());
+    assert_eq!(
+        run.json(),
+        json!({"path": "out.txt", "bytes_written": 7, "created": true})
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "written"
+    );
+}
+
+#[test]
+fn invalid_arguments_exit_2_with_the_json_pointer() {
+    let cli = Cli::new();
+    let run = cli.expect(
+        2,
+        &[
+            "run",
+            "text.chunk",
+            "--arg",
+            "text=hi",
+            "--arg",
+            "max_chars=0",
+        ],
+    );
+    assert!(
+        run.stderr
+            .starts_with("error[invalid_input]: invalid arguments for text.chunk@0.1.0"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("\n  at /max_chars: "), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("hint: fix the argument at /max_chars"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty());
+
+    // A VALUE read as JSON where a string was wanted: the hint says how to quote it.
+    let run = cli.expect(2, &["run", "text.chunk", "--arg", "text=1"]);
+    assert!(
+        run.stderr.contains(r#"hint: `--arg text=1` was read as JSON; to pass it as a string, quote it: --arg 'text="1"'"#),
+        "{}",
+        run.stderr
+    );
+    let run = cli.expect(0, &["run", "text.chunk", "--arg", r#"text="1""#]);
+    assert_eq!(rejoin(&run.json()), "1");
+
+    let run = cli.expect(2, &["--json", "run", "text.chunk", r#"{"text": 5}"#]);
+    let error = &run.json()["error"];
+    assert_eq!(error["code"], "invalid_input");
+    assert_eq!(error["violations"][0]["pointer"], "/text");
+
+    let run = cli.expect(2, &["run", "no.such.tool"]);
+    assert!(
+        run.stderr
+            .starts_with("error[registry]: tool `no.such.tool` is not in the registry"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_spinning_tool_runs_out_of_fuel_on_both_engines() {
+    let cli = Cli::new();
+    let dir = cli.path("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    for engine in ["wasmtime", "wasmi"] {
+        let run = cli.expect(
+            1,
+            &[
+                "--engine",
+                engine,
+                "run",
+                "test.probe",
+                r#"{"op": "spin"}"#,
+                "--dir",
+                s(&dir),
+            ],
+        );
+        assert!(
+            run.stderr
+                .starts_with("test.probe@0.1.0 failed\nerror[limit_exceeded]: "),
+            "{engine}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("\n  limit: fuel\n"),
+            "{engine}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{engine}: {}", run.stdout);
+
+        let response = cli
+            .expect(
+                1,
+                &[
+                    "--engine",
+                    engine,
+                    "--json",
+                    "run",
+                    "test.probe",
+                    r#"{"op": "spin"}"#,
+                    "--dir",
+                    s(&dir),
+                ],
+            )
+            .json();
+        assert_eq!(response["ok"], false);
+        assert_eq!(response["error"]["limit"], "fuel");
+        assert_eq!(response["stats"]["engine"], engine);
+    }
+}
+
+#[test]
+fn output_that_is_not_json_is_invalid_output() {
+    let cli = Cli::new();
+    let dir = cli.path("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = cli.expect(
+        1,
+        &[
+            "run",
+            "test.probe",
+            r#"{"op": "raw", "text": "not json"}"#,
+            "--dir",
+            s(&dir),
+        ],
+    );
+    assert!(
+        run.stderr
+            .starts_with("test.probe@0.1.0 failed\nerror[invalid_output]: "),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn verify_catches_a_tampered_artifact() {
+    let cli = Cli::new();
+    let run = cli.expect(0, &["verify"]);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), BUILTIN.len() + 1, "{}", run.stdout);
+    assert!(
+        lines.iter().all(|l| l.starts_with("ok    ")),
+        "{}",
+        run.stdout
+    );
+    let chunk = lines
+        .iter()
+        .find(|l| l.contains("text.chunk@0.1.0"))
+        .unwrap();
+    assert!(
+        chunk.contains(&format!("key {}", cli.home.key.key_id())),
+        "{chunk}"
+    );
+
+    // Run once so the home's cache holds the good bytes, then flip one byte in the registry.
+    cli.expect(0, &["run", "text.chunk", "--arg", "text=warm the cache"]);
+    let wasm = cli
+        .home
+        .registry_dir()
+        .join("tools/text.chunk/0.1.0/text.chunk-0.1.0.wasm");
+    let mut bytes = std::fs::read(&wasm).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&wasm, bytes).unwrap();
+
+    // `verify` hashes the registry's files, not the cache, so it fails even with the cache intact.
+    let run = cli.expect(1, &["verify", "text.chunk"]);
+    assert!(
+        run.stdout.starts_with(
+            "FAIL  text.chunk@0.1.0  artifact hash mismatch for text.chunk@0.1.0: found "
+        ),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.lines().count(), 1);
+    assert_eq!(run.stderr, "1 of 1 failed verification\n");
+
+    std::fs::remove_dir_all(cli.home.path().join("cache")).unwrap();
+    let run = cli.expect(1, &["verify"]);
+    let failures: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("FAIL"))
+        .collect();
+    assert_eq!(failures.len(), 1, "{}", run.stdout);
+    assert!(
+        failures[0].contains("text.chunk@0.1.0") && failures[0].contains("hash mismatch"),
+        "{}",
+        failures[0]
+    );
+    assert_eq!(
+        run.stdout
+            .lines()
+            .filter(|l| l.starts_with("ok    "))
+            .count(),
+        BUILTIN.len()
+    );
+
+    let report = cli.expect(1, &["--json", "verify"]).json();
+    let failed: Vec<&Value> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["ok"] == false)
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["tool"], "text.chunk@0.1.0");
+    assert_eq!(failed[0]["reason"], "hash mismatch");
+
+    // Running it is refused as well, as could-not-run.
+    let run = cli.expect(2, &["run", "text.chunk", "--arg", "text=x"]);
+    assert!(run.stderr.contains("hash mismatch"), "{}", run.stderr);
+
+    // Healthy tools still verify when named.
+    cli.expect(0, &["verify", "filesystem.read", "bash.read-only@0.1.0"]);
+    let run = cli.expect(1, &["verify", "no.such"]);
+    assert!(
+        run.stdout
+            .starts_with("FAIL  no.such  not found: tool `no.such` is not in the registry"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn keygen_sign_and_verify_round_trip() {
+    let cli = Cli::new();
+    let keys = cli.path("keys");
+    let run = cli.expect(0, &["keygen", "--publisher", "acme", "--out", s(&keys)]);
+    let secret = keys.join("acme.secret.json");
+    let public = keys.join("acme.pub.json");
+    let key_id = run
+        .stdout
+        .lines()
+        .next()
+        .unwrap()
+        .strip_prefix("key id:      ")
+        .unwrap()
+        .to_owned();
+    assert!(key_id.starts_with("ed25519:"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!(
+            "cp {} {}/",
+            public.display(),
+            cli.home.path().join("trust").display()
+        )),
+        "{}",
+        run.stdout
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&secret).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    // Keys are never replaced.
+    let again = cli.expect(2, &["keygen", "--publisher", "acme", "--out", s(&keys)]);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+
+    // Trust the key, then sign a template, pinning the wasm.
+    std::fs::copy(&public, cli.home.path().join("trust/acme.pub.json")).unwrap();
+    let (manifest, wasm) = custom_tool(&cli.path("tool"), "acme.chunk");
+    let run = cli.expect(
+        0,
+        &[
+            "sign",
+            "--key",
+            s(&secret),
+            "--manifest",
+            s(&manifest),
+            "--wasm",
+            s(&wasm),
+        ],
+    );
+    assert!(run.stdout.contains(&key_id), "{}", run.stdout);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    let signed: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    assert_eq!(
+        signed["artifact"]["size_bytes"],
+        std::fs::metadata(&wasm).unwrap().len()
+    );
+    let signature = cli.path("tool/manifest.sig.json");
+    assert!(signature.is_file());
+
+    let run = cli.expect(
+        0,
+        &[
+            "verify",
+            "--manifest",
+            s(&manifest),
+            "--signature",
+            s(&signature),
+            "--wasm",
+            s(&wasm),
+        ],
+    );
+    assert!(
+        run.stdout.starts_with(&format!(
+            "ok    acme.chunk@0.1.0  sha256 {}",
+            signed["artifact"]["sha256"].as_str().unwrap()
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains(&format!("key {key_id}")));
+
+    // Re-signing the now complete manifest without --wasm keeps it valid.
+    cli.expect(
+        0,
+        &["sign", "--key", s(&secret), "--manifest", s(&manifest)],
+    );
+    cli.expect(
+        0,
+        &["verify", "--manifest", s(&manifest), "--wasm", s(&wasm)],
+    );
+
+    // A manifest edited after signing fails.
+    let edited = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("Text chunker", "Text chunker!");
+    std::fs::write(&manifest, edited).unwrap();
+    let run = cli.expect(
+        1,
+        &["verify", "--manifest", s(&manifest), "--wasm", s(&wasm)],
+    );
+    assert!(
+        run.stdout.starts_with("FAIL  ") && run.stdout.contains("bad signature"),
+        "{}",
+        run.stdout
+    );
+
+    // A key the home does not trust is refused.
+    cli.expect(0, &["keygen", "--publisher", "mallory", "--out", s(&keys)]);
+    let (manifest, wasm) = custom_tool(&cli.path("evil"), "evil.chunk");
+    let run = cli.expect(
+        0,
+        &[
+            "sign",
+            "--key",
+            s(&keys.join("mallory.secret.json")),
+            "--manifest",
+            s(&manifest),
+            "--wasm",
+            s(&wasm),
+        ],
+    );
+    assert!(
+        run.stderr.starts_with("note: ed25519:") && run.stderr.contains("is not trusted"),
+        "{}",
+        run.stderr
+    );
+    let run = cli.expect(
+        1,
+        &["verify", "--manifest", s(&manifest), "--wasm", s(&wasm)],
+    );
+    assert!(
+        run.stdout.starts_with("FAIL  ") && run.stdout.contains("unknown key: "),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("not in the trust store"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn publish_adds_a_tool_the_home_runs_once_its_key_is_trusted() {
+    let cli = Cli::new();
+    let keys = cli.path("keys");
+    cli.expect(0, &["keygen", "--publisher", "acme", "--out", s(&keys)]);
+    let (template, wasm) = custom_tool(&cli.path("tool"), "acme.split");
+    let secret = keys.join("acme.secret.json");
+
+    let run = cli.expect(
+        0,
+        &[
+            "publish",
+            "--key",
+            s(&secret),
+            "--manifest",
+            s(&template),
+            "--wasm",
+            s(&wasm),
+        ],
+    );
+    assert!(
+        run.stdout.starts_with("published acme.split@0.1.0 to "),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("is not trusted"), "{}", run.stderr);
+    assert!(
+        cli.home
+            .registry_dir()
+            .join("tools/acme.split/0.1.0/acme.split-0.1.0.wasm")
+            .is_file()
+    );
+
+    // Untrusted: hidden from the catalog, and `verify` says why.
+    let run = cli.expect(0, &["list"]);
+    assert!(!run.stdout.contains("acme.split"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("1 registry entry failed verification"),
+        "{}",
+        run.stderr
+    );
+    let run = cli.expect(1, &["verify", "acme.split"]);
+    assert!(
+        run.stdout
+            .starts_with("FAIL  acme.split@0.1.0  unknown key: "),
+        "{}",
+        run.stdout
+    );
+
+    std::fs::copy(
+        keys.join("acme.pub.json"),
+        cli.home.path().join("trust/acme.pub.json"),
+    )
+    .unwrap();
+    let run = cli.expect(0, &["list"]);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("acme.split@0.1.0 ")),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    let run = cli.expect(
+        0,
+        &[
+            "run",
+            "acme.split",
+            "--arg",
+            "text=published",
+            "--arg",
+            "max_chars=4",
+        ],
+    );
+    assert_eq!(rejoin(&run.json()), "published");
+}
+
+#[test]
+fn an_app_manifest_decides_the_catalog_and_the_grants() {
+    let cli = Cli::new();
+    let keys = cli.path("keys");
+    cli.expect(0, &["keygen", "--publisher", "app", "--out", s(&keys)]);
+    std::fs::copy(
+        keys.join("app.pub.json"),
+        cli.home.path().join("trust/app.pub.json"),
+    )
+    .unwrap();
+    let (manifest, wasm) = custom_tool(&cli.path("tools"), "app.chunk");
+    cli.expect(
+        0,
+        &[
+            "sign",
+            "--key",
+            s(&keys.join("app.secret.json")),
+            "--manifest",
+            s(&manifest),
+            "--wasm",
+            s(&wasm),
+        ],
+    );
+    let app = json!({
+        "schema_version": 1,
+        "name": "demo",
+        "tools": [
+            "text.chunk@0.1.0",
+            "filesystem.read@0.1.0",
+            { "path": "tools/tool.wasm", "manifest": "tools/manifest.json", "signature": "tools/manifest.sig.json" }
+        ]
+    });
+    std::fs::write(cli.path("locara.json"), app.to_string()).unwrap();
+
+    // `./locara.json` is used by default: only its tools are listed and callable.
+    let run = cli.expect(0, &["list"]);
+    let tools: Vec<&str> = run
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "app.chunk@0.1.0",
+            "filesystem.read@0.1.0",
+            "text.chunk@0.1.0"
+        ]
+    );
+    let run = cli.expect(0, &["run", "app.chunk", "--arg", "text=custom tool"]);
+    assert_eq!(rejoin(&run.json()), "custom tool");
+    let run = cli.expect(2, &["run", "filesystem.list", "--arg", "path=."]);
+    assert!(
+        run.stderr
+            .starts_with("error[registry]: tool `filesystem.list` is not in the registry"),
+        "{}",
+        run.stderr
+    );
+
+    // The app granted no directory, so `--dir` alone does not grant one.
+    let dir = cli.path("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("x.txt"), "x").unwrap();
+    let run = cli.expect(
+        2,
+        &[
+            "run",
+            "filesystem.read",
+            "--dir",
+            s(&dir),
+            "--arg",
+            "path=x.txt",
+        ],
+    );
+    assert!(
+        run.stderr
+            .contains("is not inside any directory the app granted"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: grant the capability in the app manifest (locara.json)"),
+        "{}",
+        run.stderr
+    );
+
+    // `--app` names another manifest.
+    std::fs::write(
+        cli.path("other.json"),
+        json!({"schema_version": 1, "name": "other", "tools": ["text.chunk@0.1.0"]}).to_string(),
+    )
+    .unwrap();
+    let run = cli.expect(0, &["--app", s(&cli.path("other.json")), "list"]);
+    assert_eq!(run.stdout.lines().count(), 1, "{}", run.stdout);
+
+    std::fs::write(cli.path("locara.json"), "{}").unwrap();
+    let run = cli.expect(2, &["list"]);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "error: invalid app manifest {}",
+            cli.path("locara.json").display()
+        )),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn chain_binds_a_ref_to_an_earlier_output() {
+    let cli = Cli::new();
+    let chain = json!({
+        "steps": [
+            { "tool": "text.chunk", "arguments": { "text": "First part here. Second part.", "max_chars": 17 } },
+            { "tool": "text.chunk", "arguments": { "text": { "$ref": "steps.0.output.chunks.0.text" }, "max_chars": 6 } }
+        ]
+    });
+    let run = cli.run_with_stdin(&["chain", "-"], &chain.to_string());
+    assert_eq!(run.code, 0, "{run:#?}");
+    let response = run.json();
+    assert_eq!(response["ok"], true);
+    let steps = response["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    let first_chunk = steps[0]["output"]["chunks"][0]["text"].as_str().unwrap();
+    assert_eq!(first_chunk, "First part here. ");
+    assert_eq!(rejoin(&steps[1]["output"]), first_chunk);
+    assert!(steps[1]["output"]["chunks"].as_array().unwrap().len() > 1);
+
+    // A `$ref` to a step that has not run stops the chain: exit 1, with the reason.
+    let bad = json!({ "steps": [
+        { "tool": "text.chunk", "arguments": { "text": "x" } },
+        { "tool": "text.chunk", "arguments": { "text": { "$ref": "steps.5.output" } } }
+    ]});
+    std::fs::write(cli.path("chain.json"), bad.to_string()).unwrap();
+    let run = cli.expect(1, &["chain", "chain.json"]);
+    let response = run.json();
+    assert_eq!(response["ok"], false);
+    assert_eq!(response["failed_step"], 1);
+    assert_eq!(response["error"]["code"], "invalid_binding");
+    assert!(
+        run.stderr
+            .starts_with("chain stopped: step 1 could not run\nerror[invalid_binding]: "),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_home_without_a_registry_says_how_to_install_tools() {
+    let cli = Cli::new();
+    let empty = tempfile::tempdir().unwrap();
+    let run = cli
+        .command(&["list"])
+        .env("LOCARA_HOME", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "error: no tools installed in {}: run `cargo xtask build-tools` (in the Locara repo) or `locara publish`\n",
+            empty.path().join("registry").display()
+        )
+    );
+
+    // `--home` wins over LOCARA_HOME.
+    let run = cli
+        .command(&["--home", s(cli.home.path()), "describe", "text.chunk"])
+        .env("LOCARA_HOME", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0));
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let cli = Cli::new();
+    for args in [&["--help"][..], &["run", "--help"]] {
+        let run = cli.expect(0, args);
+        assert!(
+            run.stdout
+                .contains("Exit codes:\n  0  success\n  1  the tool ran and failed"),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains("  2  the call could not run"),
+            "{}",
+            run.stdout
+        );
+    }
+    let run = cli.expect(2, &["run"]);
+    assert!(run.stderr.contains("<TOOL>"), "{}", run.stderr);
+}
