@@ -10,19 +10,19 @@ use cap_std::{ambient_authority, fs::Dir};
 
 use crate::{
     Capabilities, DirPerms, EnforcedLimits, Error, LimitKind, Limits, RunOutcome, RunStatus,
-    TEMP_GUEST_PATH,
     wasi::{Stop, WasiCtx, WasiSetup},
 };
 
-/// A call in progress: when it started, and its temp dir, which [`finish`] removes (as does
-/// dropping this, should the engine fail before the call ends).
+/// A call in progress: when it started. Its temp dir, if the guest made one, is in its
+/// [`WasiCtx`], and [`finish`] removes it (as does dropping the `WasiCtx`, should the engine fail
+/// before the call ends).
 #[derive(Debug)]
 pub(crate) struct Call {
     started: Instant,
-    temp: Option<tempfile::TempDir>,
 }
 
-/// Validates the limits, creates the call's temp dir and opens its preopens.
+/// Validates the limits and opens the call's preopens. The temp dir is preopened but only
+/// created on disk when the guest first uses it.
 pub(crate) fn prepare(
     input: &[u8],
     limits: &Limits,
@@ -32,25 +32,6 @@ pub(crate) fn prepare(
     limits.validate()?;
     let started = Instant::now();
     let mut preopens = Vec::new();
-    let temp = if caps.temp_dir {
-        let temp = tempfile::Builder::new()
-            .prefix("locara-call-")
-            .tempdir_in(temp_root)
-            .map_err(|source| Error::TempDir {
-                path: temp_root.to_owned(),
-                source,
-            })?;
-        let dir = Dir::open_ambient_dir(temp.path(), ambient_authority()).map_err(|source| {
-            Error::TempDir {
-                path: temp.path().to_owned(),
-                source,
-            }
-        })?;
-        preopens.push((dir, TEMP_GUEST_PATH.to_owned(), true));
-        Some(temp)
-    } else {
-        None
-    };
     for preopen in &caps.preopens {
         let dir = Dir::open_ambient_dir(&preopen.host, ambient_authority()).map_err(|source| {
             Error::Preopen {
@@ -65,13 +46,11 @@ pub(crate) fn prepare(
         ));
     }
     let max_fds = limits.max_fds;
-    if preopens.len() + 3 > max_fds as usize {
+    let dirs = preopens.len() + usize::from(caps.temp_dir);
+    if dirs + 3 > max_fds as usize {
         return Err(Error::InvalidLimit {
             limit: "fds",
-            message: format!(
-                "{max_fds} cannot hold stdio and {} preopened directories",
-                preopens.len()
-            ),
+            message: format!("{max_fds} cannot hold stdio and {dirs} preopened directories"),
         });
     }
     let mut args = vec![caps.program_name.clone()];
@@ -79,12 +58,13 @@ pub(crate) fn prepare(
     let wasi = WasiCtx::new(WasiSetup {
         stdin: input.to_vec(),
         args,
+        temp_root: caps.temp_dir.then(|| temp_root.to_owned()),
         preopens,
         max_fds,
         output_limit: limits.output_bytes,
         deadline: started + limits.wall_time,
     });
-    Ok((wasi, Call { started, temp }))
+    Ok((wasi, Call { started }))
 }
 
 /// How the engine's call into `_start` ended, before classification.
@@ -131,7 +111,8 @@ pub(crate) fn finish(
     fuel_consumed: u64,
     enforced: EnforcedLimits,
 ) -> RunOutcome {
-    let Call { started, temp } = call;
+    let Call { started } = call;
+    let temp = wasi.temp.take();
     let status = match (wasi.stop, end) {
         (Some(Stop::Limit(limit)), _) => RunStatus::LimitExceeded(limit),
         (_, EngineEnd::OutOfFuel) => RunStatus::LimitExceeded(LimitKind::Fuel),

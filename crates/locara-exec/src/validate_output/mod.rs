@@ -53,10 +53,8 @@ where
     }
 
     fn call(&mut self, call: ResolvedCall) -> CallFuture {
-        let manifest = call.artifact.manifest();
-        let tool = manifest.tool_ref().to_string();
-        let digest = call.artifact.manifest_digest().to_string();
-        let schema = manifest.output_schema.clone();
+        // A clone of the artifact is two `Arc`s; the schema itself is not copied.
+        let artifact = call.artifact.clone();
         let schemas = self.schemas.clone();
         let future = self.inner.call(call);
         Box::pin(async move {
@@ -67,7 +65,11 @@ where
             let Some(output) = &result.output else {
                 return Ok(result);
             };
-            let validator = schemas.get(&digest, &tool, "output_schema", &schema)?;
+            let manifest = artifact.manifest();
+            let tool = manifest.tool_ref().to_string();
+            let digest = artifact.manifest_digest().to_string();
+            let validator =
+                schemas.get(&digest, &tool, "output_schema", &manifest.output_schema)?;
             let violations = crate::schema::violations(&validator, output);
             if !violations.is_empty() {
                 result.failure = Some(ToolFailure {

@@ -16,6 +16,7 @@ use std::{
     fs::File,
     io::{Read, Seek, SeekFrom, Write},
     os::unix::fs::FileExt,
+    path::PathBuf,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -111,6 +112,9 @@ pub(crate) struct WasiCtx {
     deadline: Instant,
     /// Why the guest was stopped, if a host function stopped it.
     pub(crate) stop: Option<Stop>,
+    temp_root: Option<PathBuf>,
+    /// The temp dir, once created; removed by [`crate::run::finish`].
+    pub(crate) temp: Option<tempfile::TempDir>,
 }
 
 #[derive(Debug)]
@@ -120,6 +124,10 @@ enum Desc {
     Stderr,
     Dir(DirDesc),
     File(FileDesc),
+    /// The call's temp dir before its first use: it is preopened (the guest sees it), but
+    /// created on disk only when the guest first touches it. Most tools never do, and creating
+    /// and removing a directory was the largest per-call cost of the sandbox.
+    LazyTemp,
 }
 
 #[derive(Debug)]
@@ -145,7 +153,10 @@ struct FileDesc {
 pub(crate) struct WasiSetup {
     pub(crate) stdin: Vec<u8>,
     pub(crate) args: Vec<String>,
-    /// Preopened directories, in fd order, as `(dir, guest path, writable)`.
+    /// Where to create the call's temp dir (at fd 3, guest path `/tmp`) on first use; `None`
+    /// gives the call no temp dir.
+    pub(crate) temp_root: Option<PathBuf>,
+    /// Preopened directories, in fd order after the temp dir, as `(dir, guest path, writable)`.
     pub(crate) preopens: Vec<(Dir, String, bool)>,
     pub(crate) max_fds: u32,
     pub(crate) output_limit: u64,
@@ -155,6 +166,9 @@ pub(crate) struct WasiSetup {
 impl WasiCtx {
     pub(crate) fn new(setup: WasiSetup) -> WasiCtx {
         let mut table = vec![Some(Desc::Stdin), Some(Desc::Stdout), Some(Desc::Stderr)];
+        if setup.temp_root.is_some() {
+            table.push(Some(Desc::LazyTemp));
+        }
         for (dir, guest, writable) in setup.preopens {
             table.push(Some(Desc::Dir(DirDesc {
                 dir,
@@ -178,6 +192,8 @@ impl WasiCtx {
             start: Instant::now(),
             deadline: setup.deadline,
             stop: None,
+            temp_root: setup.temp_root,
+            temp: None,
         }
     }
 
@@ -198,12 +214,32 @@ impl WasiCtx {
         stop
     }
 
-    fn desc(&mut self, fd: i32) -> Res<&mut Desc> {
+    /// The descriptor at `fd`, as it is (a lazy temp dir stays lazy).
+    fn raw_desc(&mut self, fd: i32) -> Res<&mut Desc> {
         usize::try_from(fd)
             .ok()
             .and_then(|fd| self.table.get_mut(fd))
             .and_then(Option::as_mut)
             .ok_or(Fail::Errno(Errno::BADF))
+    }
+
+    /// The descriptor at `fd`, creating the temp dir if this is its first use.
+    fn desc(&mut self, fd: i32) -> Res<&mut Desc> {
+        if matches!(self.raw_desc(fd)?, Desc::LazyTemp) {
+            let root = self.temp_root.clone().ok_or(Errno::BADF)?;
+            let temp = tempfile::Builder::new()
+                .prefix("locara-call-")
+                .tempdir_in(&root)?;
+            let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority())?;
+            self.temp = Some(temp);
+            *self.raw_desc(fd)? = Desc::Dir(DirDesc {
+                dir,
+                preopen: Some(crate::TEMP_GUEST_PATH.to_owned()),
+                writable: true,
+                entries: Vec::new(),
+            });
+        }
+        self.raw_desc(fd)
     }
 
     fn dir(&mut self, fd: i32) -> Res<&mut DirDesc> {
@@ -489,7 +525,7 @@ pub(crate) fn fd_allocate(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _off: i64, _
 }
 
 pub(crate) fn fd_close(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
-    ctx.desc(fd)?;
+    ctx.raw_desc(fd)?;
     ctx.table[fd as usize] = None;
     ctx.open -= 1;
     Ok(())
@@ -506,8 +542,9 @@ pub(crate) fn fd_sync(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
 }
 
 pub(crate) fn fd_fdstat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
-    let (filetype, flags) = match ctx.desc(fd)? {
+    let (filetype, flags) = match ctx.raw_desc(fd)? {
         Desc::Stdin | Desc::Stdout | Desc::Stderr => (FILETYPE_CHARACTER_DEVICE, 0u16),
+        Desc::LazyTemp => (FILETYPE_DIRECTORY, 0),
         Desc::Dir(_) => (FILETYPE_DIRECTORY, 0),
         Desc::File(f) => (
             FILETYPE_REGULAR_FILE,
@@ -556,6 +593,8 @@ pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i
         }
         Desc::Dir(d) => d.dir.dir_metadata()?,
         Desc::File(f) => Metadata::from_file(&f.file)?,
+        // `desc` has just created the temp dir; a lazy one is never returned.
+        Desc::LazyTemp => return Err(Errno::BADF.into()),
     };
     put_filestat(mem, out, &meta)?;
     Ok(())
@@ -627,6 +666,15 @@ pub(crate) fn fd_pwrite(
 }
 
 pub(crate) fn fd_prestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
+    if matches!(ctx.raw_desc(fd)?, Desc::LazyTemp) {
+        put(mem, out, &[0, 0, 0, 0])?;
+        put_u32(
+            mem,
+            out.wrapping_add(4),
+            crate::TEMP_GUEST_PATH.len() as u32,
+        )?;
+        return Ok(());
+    }
     match ctx.desc(fd)? {
         Desc::Dir(DirDesc {
             preopen: Some(name),
@@ -648,6 +696,13 @@ pub(crate) fn fd_prestat_dir_name(
     buf: i32,
     len: i32,
 ) -> Res {
+    if matches!(ctx.raw_desc(fd)?, Desc::LazyTemp) {
+        if (len as u32 as usize) < crate::TEMP_GUEST_PATH.len() {
+            return Err(Errno::NAMETOOLONG.into());
+        }
+        put(mem, buf, crate::TEMP_GUEST_PATH.as_bytes())?;
+        return Ok(());
+    }
     match ctx.desc(fd)? {
         Desc::Dir(DirDesc {
             preopen: Some(name),
