@@ -1,0 +1,37 @@
+//! Locara's latency benchmark: what one tool call costs end to end, next to what it could cost.
+//!
+//! The benchmark itself is `benches/pipeline.rs`. Run it, in release, with:
+//!
+//! ```text
+//! cargo bench -p locara-bench --features floor
+//! ```
+//!
+//! From one process it measures `text.chunk` on a small input through the whole
+//! `locara-facade` pipeline on each engine, a hand-rolled `wasmtime` + `wasmtime-wasi` embedder
+//! running the same module (the floor), and spawning `/bin/true`. It prints p50, p99 and mean
+//! per call, and the issue's targets as ratios measured in that same run: the Wasmtime pipeline
+//! at most 3× the raw floor, and at least 50× faster than the spawn.
+//! Without `--features floor` the floor rows are skipped (so that `cargo test --workspace` never
+//! compiles `wasmtime-wasi`); under `cargo test` (no `--bench` argument) it runs a few calls of
+//! each as a smoke test.
+//!
+//! This library holds what the benchmark needs besides Locara: percentiles, the output check
+//! (so that a failing call is never what gets measured), the table, and, with the `floor`
+//! feature, the raw embedder. Unlike every runtime crate but `locara-sandbox`, it names
+//! `wasmtime`, on purpose: the floor is what an embedder gets without Locara. No `wasmtime` type
+//! appears in its API.
+
+mod check;
+#[cfg(feature = "floor")]
+mod floor;
+mod report;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(feature = "floor")]
+pub use crate::floor::{FloorConfig, RawFloor};
+pub use crate::{
+    check::check_chunks,
+    report::{Ratio, Row, Summary, Target, render},
+};
