@@ -168,6 +168,7 @@ pub(crate) enum ExportKind {
 }
 
 /// Whether `key` is safe to use as part of a file name.
+#[cfg(feature = "wasmtime")]
 pub(crate) fn is_valid_cache_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 128

@@ -1,10 +1,7 @@
 //! What both engines do around a call: prepare the guest's world, then turn how the engine
 //! stopped into a [`RunOutcome`].
 
-use std::{
-    path::Path,
-    time::{Duration, Instant},
-};
+use std::{path::Path, time::Instant};
 
 use cap_std::{ambient_authority, fs::Dir};
 
@@ -76,7 +73,11 @@ pub(crate) enum EngineEnd {
     Stopped,
     /// The engine ran out of fuel.
     OutOfFuel,
-    /// The engine's deadline interrupted the guest.
+    /// The engine's deadline interrupted the guest (only Wasmtime has one).
+    #[cfg_attr(
+        not(feature = "wasmtime"),
+        expect(dead_code, reason = "wasmi has no deadline of its own")
+    )]
     Deadline,
     /// Any other trap.
     Trap(String),
@@ -151,8 +152,9 @@ pub(crate) fn finish(
     }
 }
 
+#[cfg(feature = "wasmtime")]
 /// How many epoch ticks a wall-clock limit is, rounded up, plus one so that a limit is never
 /// cut short by a tick that was almost due when the call started.
-pub(crate) fn deadline_ticks(wall_time: Duration, tick: Duration) -> u64 {
+pub(crate) fn deadline_ticks(wall_time: std::time::Duration, tick: std::time::Duration) -> u64 {
     (wall_time.as_nanos().div_ceil(tick.as_nanos()) as u64).saturating_add(1)
 }
