@@ -10,6 +10,7 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -89,22 +90,25 @@ impl std::error::Error for ToolError {}
 /// Runs a tool that needs no filesystem: stdin JSON in, stdout JSON out, then exits.
 ///
 /// Bad JSON on stdin exits with code 2; a [`ToolError`] exits with its kind's code.
-pub fn main_with(f: impl FnOnce(Value) -> Result<Value, ToolError>) -> ! {
-    let code = match read_input().and_then(f).and_then(write_output) {
-        Ok(()) => 0,
+///
+/// Returns the exit code for `main` to return, rather than calling `std::process::exit`: a
+/// successful `_start` then returns normally instead of through `proc_exit`, which the host
+/// would otherwise treat as an early stop (Wasmtime captures a backtrace for it).
+pub fn main_with(f: impl FnOnce(Value) -> Result<Value, ToolError>) -> ExitCode {
+    match read_input().and_then(f).and_then(write_output) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             write_error(&err);
-            err.kind().exit_code()
+            ExitCode::from(err.kind().exit_code() as u8)
         }
-    };
-    std::process::exit(code)
+    }
 }
 
 /// Like [`main_with`], for a tool that works on the workspace: passes [`tool_root`] along.
 ///
 /// If the workspace is not mounted (the user selected no directory, or the app did not grant
 /// one), the tool fails with a message saying so instead of a confusing "not found".
-pub fn main_with_root(f: impl FnOnce(&Path, Value) -> Result<Value, ToolError>) -> ! {
+pub fn main_with_root(f: impl FnOnce(&Path, Value) -> Result<Value, ToolError>) -> ExitCode {
     let root = tool_root();
     main_with(|input| {
         if !root.is_dir() {

@@ -1,5 +1,5 @@
 //! Guest entry point of the `filesystem.list` tool; the logic is [`locara_tools_builtin::filesystem_list`].
 
-fn main() {
+fn main() -> std::process::ExitCode {
     locara_tools_builtin::abi::main_with_root(locara_tools_builtin::filesystem_list)
 }
