@@ -2,10 +2,11 @@
 //! engine, next to the raw Wasmtime instantiate-and-call floor for the same module and the cost
 //! of spawning `/bin/true`, all measured in this one process.
 //!
-//! Run with `cargo bench -p locara-bench --features floor` (without the feature, the floor rows
-//! are skipped). Under `cargo test` (no `--bench` argument) it makes a few calls of each, as a
-//! smoke test. The measurements are interleaved in rounds, after a warm-up, so that a change in
-//! the machine's load (other builds on a shared machine) hits every row alike.
+//! Run with `cargo bench -p locara-bench --features floor --bench pipeline` (without the
+//! feature, the floor rows are skipped). Under `cargo test` (no `--bench` argument) it makes a
+//! few calls of each, as a smoke test. The measurements are interleaved in rounds, after a
+//! warm-up, so that a change in the machine's load (other builds on a shared machine) hits every
+//! row alike.
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
 
@@ -153,10 +154,14 @@ fn main() -> Result<()> {
             plan.rounds
         );
     } else {
-        println!("smoke test (run `cargo bench -p locara-bench --features floor` to measure)");
+        println!(
+            "smoke test (run `cargo bench -p locara-bench --features floor --bench pipeline` to measure)"
+        );
     }
     println!("{}", floors.note());
     println!();
+    // A few calls say nothing about the targets.
+    let ratios = if bench { ratios } else { Vec::new() };
     print!("{}", render(&rows, &ratios));
     Ok(())
 }
@@ -220,20 +225,22 @@ mod floor {
 
     use super::{Duration, MAX_CHARS, TEXT, TOOL};
 
-    const CONFIGS: [FloorConfig; 3] = [
-        FloorConfig {
-            pooling: false,
-            fuel_and_epochs: false,
-        },
-        FloorConfig {
+    /// Wasmtime's defaults (`Config::new()`), then with the pooling allocator (like for like
+    /// with the sandbox), then also with fuel and epochs (the sandbox's engine settings).
+    fn configs() -> [FloorConfig; 3] {
+        let pooling = FloorConfig {
             pooling: true,
-            fuel_and_epochs: false,
-        },
-        FloorConfig {
-            pooling: true,
-            fuel_and_epochs: true,
-        },
-    ];
+            ..FloorConfig::default()
+        };
+        [
+            FloorConfig::default(),
+            pooling,
+            FloorConfig {
+                fuel_and_epochs: true,
+                ..pooling
+            },
+        ]
+    }
 
     pub(super) struct Floors {
         floors: Vec<RawFloor>,
@@ -249,11 +256,11 @@ mod floor {
                 .context("no text.chunk in TOOLS")?;
             let wasm = std::fs::read(Path::new(path)).with_context(|| format!("reading {path}"))?;
             let mut floors = Vec::new();
-            for config in CONFIGS {
+            for config in configs() {
                 floors
                     .push(RawFloor::new(&wasm, config).map_err(|e| format_err!("raw floor: {e}"))?);
             }
-            let names = CONFIGS
+            let names = configs()
                 .iter()
                 .map(|c| format!("raw wasmtime floor, {}", c.describe()))
                 .collect();

@@ -1,248 +1,425 @@
-//! TEMPORARY: times the stages of one call separately, for profiling.
+//! Where a call's time goes: the `text.chunk` call of `benches/pipeline.rs` measured at each
+//! depth of the stack (facade, exec pipeline, sandbox on a blocking thread, sandbox called
+//! directly), the pieces around it (tokio's blocking hop, a temp dir, schema validation, JSON),
+//! and, with the `floor` feature, raw-Wasmtime variants that show what engine settings cost.
+//!
+//! Run with `cargo bench -p locara-bench --features floor --bench stages`. `STAGES=a,b` keeps
+//! only the named stages (the names are in the table's first column, before the colon), for
+//! profiling one of them under `perf record`; `CALLS=n` sets the calls per row (default 2000).
+//! Under `cargo test` (no `--bench` argument) it makes a few calls of each, as a smoke test.
+//!
+//! Differences between rows are the cost of a stage: `exec` − `sandbox-hop` is what the tower
+//! layers add, `sandbox-hop` − `sandbox` the blocking-thread hop, and so on.
 
-#![allow(clippy::print_stdout, missing_docs, reason = "profiling")]
+#![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
 
 use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use locara_bench::{Row, Summary, render};
+use anyhow::{Context as _, Result, ensure, format_err};
+use locara_bench::{Row, Summary, check_chunks, render};
 use locara_facade::{BackendKind, Grants, Locara, LocaraConfig, RunRequest, SafetyTier};
-use locara_sandbox::{Capabilities, Limits, Sandbox, SandboxConfig};
+use locara_sandbox::{Capabilities, Compiled, Limits, Sandbox, SandboxConfig};
 use locara_test_artifacts::{MANIFESTS_DIR, TOOLS, TestHome};
 use serde_json::{Value, json};
+use tokio::runtime::Runtime;
 use tower::ServiceExt;
 
+/// The same input as `benches/pipeline.rs`.
 const TEXT: &str = "Locara runs each tool call in a fresh WebAssembly instance. \
 The instance sees only its stdin, its stdout and a temp dir, and it stops at its limits.\n\n\
 Chunking this text is cheap, so what the benchmark measures is the cost around the call: \
 resolving the tool, checking its schemas, creating the instance and reading the output.";
+const MAX_CHARS: usize = 80;
+const TOOL: &str = "text.chunk";
 
-fn time(n: usize, mut f: impl FnMut()) -> Vec<Duration> {
-    for _ in 0..n / 10 {
-        f();
-    }
-    (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect()
+/// Everything the stages share.
+struct Bench {
+    calls: usize,
+    only: Option<Vec<String>>,
+    rt: Runtime,
+    arguments: Value,
+    input: Vec<u8>,
+    wasm: Vec<u8>,
+    manifest: Value,
+    limits: Limits,
+    rows: Vec<Row>,
 }
 
-fn main() {
-    let focus = std::env::var("FOCUS").ok();
-    let n: usize = std::env::var("N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2000);
-    let want = |name: &str| focus.as_deref().is_none_or(|f| f == name);
-    let args = json!({"text": TEXT, "max_chars": 80});
-    let input = serde_json::to_vec(&args).unwrap();
-    let home = TestHome::new();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (_, wasm_path, _) = TOOLS.iter().find(|t| t.0 == "text.chunk").unwrap();
-    let wasm = std::fs::read(wasm_path).unwrap();
-    let manifest: Value = serde_json::from_str(
-        &std::fs::read_to_string(format!("{MANIFESTS_DIR}/text.chunk.json")).unwrap(),
-    )
-    .unwrap();
-    let limits = Limits {
-        memory_bytes: 128 << 20,
-        wall_time: Duration::from_secs(10),
-        fuel: 5_000_000_000,
-        output_bytes: 32 << 20,
-        max_fds: 8,
-    };
-    let mut rows = Vec::new();
-    let mut push = |name: &str, s: Vec<Duration>| {
-        rows.push(Row {
-            name: name.to_owned(),
-            summary: Summary::of(&s),
-        })
-    };
+impl Bench {
+    fn wants(&self, stage: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|s| s == stage))
+    }
 
-    if want("facade") {
-        let locara = Locara::new(&LocaraConfig::new(home.path())).unwrap();
-        let s = rt.block_on(async {
-            let mut out = Vec::new();
-            for i in 0..n + 50 {
-                let req = RunRequest::new("text.chunk", args.clone());
-                let t = Instant::now();
-                let r = locara.run(req).await.unwrap();
-                let d = t.elapsed();
-                assert!(r.ok);
-                if i >= 50 {
-                    out.push(d);
-                }
-            }
-            out
+    fn push(&mut self, stage: &str, what: &str, samples: &[Duration]) {
+        self.rows.push(Row {
+            name: format!("{stage}: {what}"),
+            summary: Summary::of(samples),
         });
-        push("facade Locara::run", s);
     }
-    if want("exec") {
-        let mut sc = SandboxConfig::new(BackendKind::Wasmtime);
-        sc.cache_dir(home.path().join("cache/compiled"));
-        let sandbox = Sandbox::new(&sc).unwrap();
-        let cfg = locara_exec::ExecConfig::new(
-            Arc::new(home.registry()),
-            sandbox,
-            Grants::new().with_max_safety_tier(SafetyTier::SideEffecting),
+
+    /// Times `f` `n` times after `n / 10` (at least one) warm-up calls.
+    /// What `f` returns is dropped inside the timing, and kept from being optimized away.
+    fn time<T>(n: usize, mut f: impl FnMut() -> Result<T>) -> Result<Vec<Duration>> {
+        for _ in 0..(n / 10).max(1) {
+            f()?;
+        }
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            let started = Instant::now();
+            drop(std::hint::black_box(f()?));
+            samples.push(started.elapsed());
+        }
+        Ok(samples)
+    }
+
+    /// Times `f().await` `n` times from inside the runtime, after a warm-up, as an async host
+    /// would call.
+    fn time_async<F, Fut>(&self, n: usize, mut f: F) -> Result<Vec<Duration>>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<()>>,
+    {
+        self.rt.block_on(async {
+            for _ in 0..(n / 10).max(1) {
+                f().await?;
+            }
+            let mut samples = Vec::with_capacity(n);
+            for _ in 0..n {
+                let started = Instant::now();
+                f().await?;
+                samples.push(started.elapsed());
+            }
+            Ok(samples)
+        })
+    }
+
+    fn compiled(&self, config: &SandboxConfig) -> Result<Compiled> {
+        Ok(Sandbox::new(config)?.compile(&self.wasm, None)?)
+    }
+}
+
+fn check_stdout(stdout: &[u8]) -> Result<()> {
+    let output = serde_json::from_slice(stdout).context("stdout is not JSON")?;
+    check_chunks(&output, TEXT, MAX_CHARS).map_err(|e| format_err!("{e}"))
+}
+
+fn main() -> Result<()> {
+    let bench = std::env::args().any(|a| a == "--bench");
+    let calls = match std::env::var("CALLS") {
+        Ok(n) => n.parse().context("CALLS must be a number")?,
+        Err(_) if bench => 2000,
+        Err(_) => 3,
+    };
+    let only = std::env::var("STAGES")
+        .ok()
+        .map(|s| s.split(',').map(str::to_owned).collect());
+    let arguments = json!({"text": TEXT, "max_chars": MAX_CHARS});
+    let (_, wasm_path, _) = TOOLS
+        .iter()
+        .find(|(id, _, _)| *id == TOOL)
+        .context("no text.chunk")?;
+    let manifest_path = format!("{MANIFESTS_DIR}/{TOOL}.json");
+    let mut b = Bench {
+        calls,
+        only,
+        rt: tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?,
+        input: serde_json::to_vec(&arguments)?,
+        arguments,
+        wasm: std::fs::read(wasm_path).with_context(|| format!("reading {wasm_path}"))?,
+        manifest: serde_json::from_str(&std::fs::read_to_string(&manifest_path)?)?,
+        // The manifest's limits, as the pipeline applies them.
+        limits: Limits {
+            memory_bytes: 128 << 20,
+            wall_time: Duration::from_secs(10),
+            fuel: 5_000_000_000,
+            output_bytes: 32 << 20,
+            max_fds: 8,
+        },
+        rows: Vec::new(),
+    };
+    let home = TestHome::new();
+
+    stack(&mut b, &home)?;
+    pieces(&mut b)?;
+    floor::rows(&mut b)?;
+
+    println!();
+    if !bench {
+        println!("smoke test (run `cargo bench -p locara-bench --features floor --bench stages`)");
+    }
+    print!("{}", render(&b.rows, &[]));
+    Ok(())
+}
+
+/// The same call at each depth of the stack, on Wasmtime.
+fn stack(b: &mut Bench, home: &TestHome) -> Result<()> {
+    let n = b.calls;
+    if b.wants("facade") {
+        let locara = Locara::new(&LocaraConfig::new(home.path()))?;
+        let samples = b.time_async(n, || async {
+            let response = locara
+                .run(RunRequest::new(TOOL, b.arguments.clone()))
+                .await?;
+            ensure!(response.ok, "{:?}", response.error);
+            check_chunks(&response.output.context("no output")?, TEXT, MAX_CHARS)
+                .map_err(|e| format_err!("{e}"))
+        })?;
+        b.push("facade", "Locara::run", &samples);
+    }
+    if b.wants("exec") {
+        let mut config = SandboxConfig::new(BackendKind::Wasmtime);
+        config.cache_dir(home.path().join("cache").join("compiled"));
+        let grants = Grants::new().with_max_safety_tier(SafetyTier::SideEffecting);
+        let exec =
+            locara_exec::ExecConfig::new(Arc::new(home.registry()), Sandbox::new(&config)?, grants);
+        let pipeline = locara_exec::pipeline(&exec);
+        let samples = b.time_async(n, || async {
+            let call = locara_exec::ToolCall::new(TOOL, b.arguments.clone());
+            let result = pipeline.clone().oneshot(call).await?;
+            ensure!(result.failure.is_none(), "{:?}", result.failure);
+            check_chunks(&result.output.context("no output")?, TEXT, MAX_CHARS)
+                .map_err(|e| format_err!("{e}"))
+        })?;
+        b.push(
+            "exec",
+            "locara_exec::pipeline oneshot (no facade)",
+            &samples,
         );
-        let p = locara_exec::pipeline(&cfg);
-        let s = rt.block_on(async {
-            let mut out = Vec::new();
-            for i in 0..n + 50 {
-                let call = locara_exec::ToolCall::new("text.chunk", args.clone());
-                let t = Instant::now();
-                let r = p.clone().oneshot(call).await.unwrap();
-                let d = t.elapsed();
-                assert!(r.failure.is_none());
-                if i >= 50 {
-                    out.push(d);
-                }
-            }
-            out
-        });
-        push("exec pipeline oneshot", s);
     }
-    for (name, pooling, temp) in [
-        ("sandbox", true, true),
-        ("sandbox-notemp", true, false),
-        ("sandbox-nopool", false, true),
+    let caps = Capabilities::new().program_name(TOOL);
+    if b.wants("sandbox-hop") {
+        let compiled = b.compiled(&SandboxConfig::new(BackendKind::Wasmtime))?;
+        let samples = b.time_async(n, || {
+            let (compiled, input, limits, caps) = (
+                compiled.clone(),
+                b.input.clone(),
+                b.limits.clone(),
+                caps.clone(),
+            );
+            async move {
+                let outcome =
+                    tokio::task::spawn_blocking(move || compiled.run(&input, &limits, &caps))
+                        .await??;
+                check_stdout(&outcome.stdout)
+            }
+        })?;
+        b.push(
+            "sandbox-hop",
+            "spawn_blocking(Compiled::run) (no layers)",
+            &samples,
+        );
+    }
+    if b.wants("sandbox-worker") {
+        let compiled = b.compiled(&SandboxConfig::new(BackendKind::Wasmtime))?;
+        for (what, inline) in [
+            ("spawn_blocking(Compiled::run) from a worker task", false),
+            ("block_in_place(Compiled::run) from a worker task", true),
+        ] {
+            let (compiled, input, limits, caps) = (
+                compiled.clone(),
+                b.input.clone(),
+                b.limits.clone(),
+                caps.clone(),
+            );
+            let task = b.rt.spawn(async move {
+                let call = || {
+                    let (compiled, input, limits, caps) = (
+                        compiled.clone(),
+                        input.clone(),
+                        limits.clone(),
+                        caps.clone(),
+                    );
+                    async move {
+                        let run = move || compiled.run(&input, &limits, &caps);
+                        let outcome = if inline {
+                            tokio::task::block_in_place(run)?
+                        } else {
+                            tokio::task::spawn_blocking(run).await??
+                        };
+                        check_stdout(&outcome.stdout)
+                    }
+                };
+                for _ in 0..(n / 10).max(1) {
+                    call().await?;
+                }
+                let mut samples = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let started = Instant::now();
+                    call().await?;
+                    samples.push(started.elapsed());
+                }
+                anyhow::Ok(samples)
+            });
+            let samples = b.rt.block_on(task)??;
+            b.push("sandbox-worker", what, &samples);
+        }
+    }
+    for (stage, what, pooling, temp_dir) in [
+        ("sandbox", "Compiled::run on the calling thread", true, true),
+        (
+            "sandbox-notemp",
+            "Compiled::run without the temp dir",
+            true,
+            false,
+        ),
+        (
+            "sandbox-ondemand",
+            "Compiled::run, on-demand allocator",
+            false,
+            true,
+        ),
     ] {
-        if !want(name) {
+        if !b.wants(stage) {
             continue;
         }
-        let mut sc = SandboxConfig::new(BackendKind::Wasmtime);
-        sc.pooling(pooling);
-        let compiled = Sandbox::new(&sc).unwrap().compile(&wasm, None).unwrap();
-        let caps = Capabilities::new()
-            .program_name("text.chunk")
-            .with_temp_dir(temp);
-        push(
-            &format!("{name} Compiled::run"),
-            time(n, || {
-                let o = compiled.run(&input, &limits, &caps).unwrap();
-                assert!(!o.stdout.is_empty());
-            }),
-        );
+        let mut config = SandboxConfig::new(BackendKind::Wasmtime);
+        config.pooling(pooling);
+        let compiled = b.compiled(&config)?;
+        let caps = caps.clone().with_temp_dir(temp_dir);
+        let samples = Bench::time(n, || {
+            check_stdout(&compiled.run(&b.input, &b.limits, &caps)?.stdout)
+        })?;
+        b.push(stage, what, &samples);
     }
-    if want("sandbox-wasmi") {
-        let compiled = Sandbox::new(&SandboxConfig::new(BackendKind::Wasmi))
-            .unwrap()
-            .compile(&wasm, None)
-            .unwrap();
-        let caps = Capabilities::new().program_name("text.chunk");
-        push(
-            "sandbox wasmi Compiled::run",
-            time(n / 4, || {
-                compiled.run(&input, &limits, &caps).unwrap();
-            }),
-        );
+    if b.wants("sandbox-wasmi") {
+        let compiled = b.compiled(&SandboxConfig::new(BackendKind::Wasmi))?;
+        let samples = Bench::time(n.div_ceil(4), || {
+            check_stdout(&compiled.run(&b.input, &b.limits, &caps)?.stdout)
+        })?;
+        b.push("sandbox-wasmi", "Compiled::run on wasmi", &samples);
     }
-    if want("spawn_blocking") {
-        let s = rt.block_on(async {
-            let mut out = Vec::new();
-            for _ in 0..n {
-                let t = Instant::now();
-                tokio::task::spawn_blocking(|| ()).await.unwrap();
-                out.push(t.elapsed());
-            }
-            out
-        });
-        push("tokio spawn_blocking hop", s);
-        let s = rt.block_on(async {
-            let mut out = Vec::new();
-            for _ in 0..n {
-                let t = Instant::now();
-                tokio::task::spawn(async {}).await.unwrap();
-                out.push(t.elapsed());
-            }
-            out
-        });
-        push("tokio spawn hop", s);
+    Ok(())
+}
+
+/// The pieces around the wasm run, each alone.
+fn pieces(b: &mut Bench) -> Result<()> {
+    let n = b.calls;
+    if b.wants("hop") {
+        let samples = b.time_async(n, || async {
+            Ok(tokio::task::spawn_blocking(|| ()).await?)
+        })?;
+        b.push("hop", "tokio spawn_blocking of nothing", &samples);
     }
-    if want("tempdir") {
+    if b.wants("tempdir") {
         let root = std::env::temp_dir();
-        push(
-            "tempdir create+open+remove",
-            time(n, || {
-                let t = tempfile::Builder::new()
-                    .prefix("locara-call-")
-                    .tempdir_in(&root)
-                    .unwrap();
-                let d = cap_std::fs::Dir::open_ambient_dir(t.path(), cap_std::ambient_authority())
-                    .unwrap();
-                drop(d);
-                t.close().unwrap();
-            }),
+        let samples = Bench::time(n, || {
+            let temp = tempfile::Builder::new()
+                .prefix("locara-call-")
+                .tempdir_in(&root)?;
+            drop(cap_std::fs::Dir::open_ambient_dir(
+                temp.path(),
+                cap_std::ambient_authority(),
+            )?);
+            Ok(temp.close()?)
+        })?;
+        b.push("tempdir", "create, open and remove a temp dir", &samples);
+    }
+    let stdout = b
+        .compiled(&SandboxConfig::new(BackendKind::Wasmtime))?
+        .run(&b.input, &b.limits, &Capabilities::new())?
+        .stdout;
+    let output: Value = serde_json::from_slice(&stdout)?;
+    if b.wants("schema") {
+        let input_schema = jsonschema::validator_for(&b.manifest["input_schema"])?;
+        let output_schema = jsonschema::validator_for(&b.manifest["output_schema"])?;
+        let valid = |validator: &jsonschema::Validator, value: &Value| {
+            ensure!(validator.iter_errors(value).next().is_none(), "invalid");
+            Ok(())
+        };
+        let samples = Bench::time(n, || valid(&input_schema, &b.arguments))?;
+        b.push("schema", "validate the arguments", &samples);
+        let samples = Bench::time(n, || valid(&output_schema, &output))?;
+        b.push("schema", "validate the output", &samples);
+        let samples = Bench::time(n.div_ceil(10), || {
+            Ok(jsonschema::validator_for(&b.manifest["output_schema"])?)
+        })?;
+        b.push("schema", "compile the output schema", &samples);
+    }
+    if b.wants("json") {
+        let samples = Bench::time(n, || Ok(serde_json::to_vec(&b.arguments)?))?;
+        b.push("json", "serialize the arguments", &samples);
+        let samples = Bench::time(n, || Ok(serde_json::from_slice::<Value>(&stdout)?))?;
+        b.push("json", "parse the output", &samples);
+        let samples = Bench::time(n, || Ok(serde_json::to_vec(&output)?))?;
+        b.push(
+            "json",
+            "serialize the output (the output cap's size check)",
+            &samples,
         );
     }
-    let out_bytes = {
-        let mut sc = SandboxConfig::new(BackendKind::Wasmtime);
-        sc.pooling(true);
-        Sandbox::new(&sc)
-            .unwrap()
-            .compile(&wasm, None)
-            .unwrap()
-            .run(&input, &limits, &Capabilities::new())
-            .unwrap()
-            .stdout
-    };
-    let output: Value = serde_json::from_slice(&out_bytes).unwrap();
-    if want("schema") {
-        let vin = jsonschema::validator_for(&manifest["input_schema"]).unwrap();
-        let vout = jsonschema::validator_for(&manifest["output_schema"]).unwrap();
-        push(
-            "schema: validate input",
-            time(n, || {
-                assert_eq!(vin.iter_errors(&args).take(8).count(), 0);
-            }),
-        );
-        push(
-            "schema: validate output",
-            time(n, || {
-                assert_eq!(vout.iter_errors(&output).take(8).count(), 0);
-            }),
-        );
-        push(
-            "schema: compile output schema",
-            time(n / 10, || {
-                jsonschema::validator_for(&manifest["output_schema"]).unwrap();
-            }),
-        );
+    Ok(())
+}
+
+#[cfg(feature = "floor")]
+mod floor {
+    //! Raw Wasmtime with the settings that matter for a short call, one change at a time.
+
+    use anyhow::{Result, format_err};
+    use locara_bench::{FloorConfig, RawFloor};
+
+    use super::{Bench, check_stdout};
+
+    pub(super) fn rows(b: &mut Bench) -> Result<()> {
+        if !b.wants("floor") {
+            return Ok(());
+        }
+        let pooling = FloorConfig {
+            pooling: true,
+            ..FloorConfig::default()
+        };
+        let configs = [
+            FloorConfig::default(),
+            pooling,
+            FloorConfig {
+                no_wasm_backtraces: true,
+                ..pooling
+            },
+            FloorConfig {
+                keep_resident: 1 << 20,
+                ..pooling
+            },
+            FloorConfig {
+                fuel_and_epochs: true,
+                ..pooling
+            },
+            FloorConfig {
+                fuel_and_epochs: true,
+                no_wasm_backtraces: true,
+                ..pooling
+            },
+        ];
+        for config in configs {
+            let floor =
+                RawFloor::new(&b.wasm, config).map_err(|e| format_err!("raw floor: {e}"))?;
+            let samples = Bench::time(b.calls, || {
+                check_stdout(&floor.call(&b.input).map_err(|e| format_err!("{e}"))?)
+            })?;
+            b.push(
+                "floor",
+                &format!("raw wasmtime, {}", config.describe()),
+                &samples,
+            );
+        }
+        Ok(())
     }
-    if want("json") {
-        push(
-            "json: args to_vec",
-            time(n, || {
-                serde_json::to_vec(&args).unwrap();
-            }),
-        );
-        push(
-            "json: output from_slice",
-            time(n, || {
-                serde_json::from_slice::<Value>(&out_bytes).unwrap();
-            }),
-        );
-        push(
-            "json: output to_vec (cap size)",
-            time(n, || {
-                serde_json::to_vec(&output).unwrap();
-            }),
-        );
-        push(
-            "json: output_schema clone",
-            time(n, || {
-                std::hint::black_box(manifest["output_schema"].clone());
-            }),
-        );
+}
+
+#[cfg(not(feature = "floor"))]
+mod floor {
+    //! Without the `floor` feature there is no raw Wasmtime to measure.
+
+    use anyhow::Result;
+
+    use super::Bench;
+
+    pub(super) fn rows(_: &mut Bench) -> Result<()> {
+        Ok(())
     }
-    print!("{}", render(&rows, &[]));
 }

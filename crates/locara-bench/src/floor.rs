@@ -18,7 +18,7 @@ use wasmtime_wasi::{
 };
 
 /// How the floor's engine is set up. [`FloorConfig::default`] is `Config::new()` unchanged,
-/// as an embedder gets it: the on-demand allocator, no fuel, no epochs.
+/// as an embedder gets it: the on-demand allocator, no fuel, no epochs, wasm backtraces on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FloorConfig {
     /// Use the pooling allocator (sized as `locara-sandbox` sizes it: 32 instances of up to
@@ -27,17 +27,40 @@ pub struct FloorConfig {
     /// Meter fuel and enable epoch interruption, as `locara-sandbox` does (with a budget and a
     /// deadline too large to be reached, and no thread advancing the epoch).
     pub fuel_and_epochs: bool,
+    /// Capture no wasm backtraces (`Config::wasm_backtrace_max_frames(None)`). By default
+    /// Wasmtime captures one, with frame info, for every error out of wasm, and a WASI
+    /// command's `proc_exit` is such an error.
+    pub no_wasm_backtraces: bool,
+    /// With pooling: how many bytes of each linear memory and table to keep resident and reset
+    /// with `memset` when an instance is freed (`linear_memory_keep_resident`,
+    /// `table_keep_resident`), instead of `madvise`. 0 is Wasmtime's default.
+    pub keep_resident: usize,
 }
 
 impl FloorConfig {
     /// A short description, for the table.
-    pub fn describe(self) -> &'static str {
-        match (self.pooling, self.fuel_and_epochs) {
-            (false, false) => "default Config, on-demand alloc",
-            (true, false) => "pooling alloc",
-            (false, true) => "on-demand alloc + fuel + epochs",
-            (true, true) => "pooling alloc + fuel + epochs",
+    pub fn describe(self) -> String {
+        let mut parts = vec![
+            if self.pooling {
+                "pooling alloc"
+            } else {
+                "on-demand alloc"
+            }
+            .to_owned(),
+        ];
+        if !self.pooling && !self.fuel_and_epochs && !self.no_wasm_backtraces {
+            parts[0] = "default Config, on-demand alloc".to_owned();
         }
+        if self.fuel_and_epochs {
+            parts.push("fuel + epochs".to_owned());
+        }
+        if self.no_wasm_backtraces {
+            parts.push("no wasm backtraces".to_owned());
+        }
+        if self.pooling && self.keep_resident > 0 {
+            parts.push(format!("keep {} KiB resident", self.keep_resident >> 10));
+        }
+        parts.join(" + ")
     }
 }
 
@@ -77,6 +100,9 @@ impl RawFloor {
         }
         if config.fuel_and_epochs {
             wt.consume_fuel(true).epoch_interruption(true);
+        }
+        if config.no_wasm_backtraces {
+            wt.wasm_backtrace_max_frames(None);
         }
         let engine = Engine::new(&wt).map_err(message)?;
         let module = Module::new(&engine, wasm).map_err(message)?;

@@ -3,7 +3,7 @@
 //! The benchmark itself is `benches/pipeline.rs`. Run it, in release, with:
 //!
 //! ```text
-//! cargo bench -p locara-bench --features floor
+//! cargo bench -p locara-bench --features floor --bench pipeline
 //! ```
 //!
 //! From one process it measures `text.chunk` on a small input through the whole
@@ -14,6 +14,9 @@
 //! Without `--features floor` the floor rows are skipped (so that `cargo test --workspace` never
 //! compiles `wasmtime-wasi`); under `cargo test` (no `--bench` argument) it runs a few calls of
 //! each as a smoke test.
+//!
+//! `benches/stages.rs` (`--bench stages`) breaks a call down: the same call at each depth of the
+//! stack, the pieces around the wasm run alone, and raw-Wasmtime variants one setting at a time.
 //!
 //! This library holds what the benchmark needs besides Locara: percentiles, the output check
 //! (so that a failing call is never what gets measured), the table, and, with the `floor`
