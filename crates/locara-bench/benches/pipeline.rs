@@ -16,19 +16,11 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, ensure, format_err};
-use locara_bench::{Ratio, Row, Summary, Target, check_chunks, render};
+use locara_bench::{MAX_CHARS, Ratio, Row, Summary, TEXT, TOOL, Target, check_chunks, render};
 use locara_facade::{BackendKind, Locara, LocaraConfig, RunRequest};
 use locara_test_artifacts::TestHome;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
-
-/// Two short paragraphs, about 300 characters.
-const TEXT: &str = "Locara runs each tool call in a fresh WebAssembly instance. \
-The instance sees only its stdin, its stdout and a temp dir, and it stops at its limits.\n\n\
-Chunking this text is cheap, so what the benchmark measures is the cost around the call: \
-resolving the tool, checking its schemas, creating the instance and reading the output.";
-const MAX_CHARS: usize = 80;
-const TOOL: &str = "text.chunk";
 
 /// How many calls of each, in how many interleaved rounds.
 #[derive(Debug, Clone, Copy)]

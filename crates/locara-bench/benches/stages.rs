@@ -19,21 +19,13 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, ensure, format_err};
-use locara_bench::{Row, Summary, check_chunks, render};
+use locara_bench::{MAX_CHARS, Row, Summary, TEXT, TOOL, check_chunks, render};
 use locara_facade::{BackendKind, Grants, Locara, LocaraConfig, RunRequest, SafetyTier};
 use locara_sandbox::{Capabilities, Compiled, Limits, Sandbox, SandboxConfig};
 use locara_test_artifacts::{MANIFESTS_DIR, TOOLS, TestHome};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 use tower::ServiceExt;
-
-/// The same input as `benches/pipeline.rs`.
-const TEXT: &str = "Locara runs each tool call in a fresh WebAssembly instance. \
-The instance sees only its stdin, its stdout and a temp dir, and it stops at its limits.\n\n\
-Chunking this text is cheap, so what the benchmark measures is the cost around the call: \
-resolving the tool, checking its schemas, creating the instance and reading the output.";
-const MAX_CHARS: usize = 80;
-const TOOL: &str = "text.chunk";
 
 /// Everything the stages share.
 struct Bench {

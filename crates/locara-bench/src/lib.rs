@@ -32,6 +32,16 @@ mod report;
 #[cfg(test)]
 mod tests;
 
+/// The input both benches chunk: two short paragraphs, about 300 characters.
+pub const TEXT: &str = "Locara runs each tool call in a fresh WebAssembly instance. \
+The instance sees only its stdin, its stdout and a temp dir, and it stops at its limits.\n\n\
+Chunking this text is cheap, so what the benchmark measures is the cost around the call: \
+resolving the tool, checking its schemas, creating the instance and reading the output.";
+/// The `max_chars` argument both benches pass.
+pub const MAX_CHARS: usize = 80;
+/// The tool both benches call.
+pub const TOOL: &str = "text.chunk";
+
 #[cfg(feature = "floor")]
 pub use crate::floor::{FloorConfig, RawFloor};
 pub use crate::{
