@@ -179,6 +179,23 @@ both!(output_breaking_its_schema_is_a_tool_failure, |kind| {
     );
 });
 
+both!(invalid_output_names_the_nested_json_pointer, |kind| {
+    let dir = tempfile::tempdir().unwrap();
+    // The probe echoes its input; its output schema wants `/echo/n` to be a string.
+    let call = probe_call(json!({"op": "echo", "n": 5}), dir.path());
+    let result = crate::call(kind, granted(dir.path()), call).await.unwrap();
+    let failure = result.failure.expect("invalid output");
+    assert_eq!(failure.kind, FailureKind::InvalidOutput);
+    assert_eq!(failure.violations.len(), 1, "{:?}", failure.violations);
+    assert_eq!(failure.violations[0].pointer, "/echo/n");
+    assert!(
+        failure.violations[0].constraint.starts_with("type at "),
+        "{:?}",
+        failure.violations[0]
+    );
+    assert!(failure.message.contains("/echo/n"), "{}", failure.message);
+});
+
 both!(output_that_is_not_json_is_a_tool_failure, |kind| {
     let dir = tempfile::tempdir().unwrap();
     let result = call(
