@@ -6,6 +6,7 @@ use std::{
 };
 
 use jsonschema::Validator;
+use locara_registry::{Digest, VerifiedArtifact};
 use serde_json::Value;
 
 use crate::{ExecError, SchemaViolation};
@@ -14,7 +15,7 @@ use crate::{ExecError, SchemaViolation};
 const MAX_VIOLATIONS: usize = 8;
 
 /// A manifest's digest and which of its schemas (`input_schema` or `output_schema`).
-type SchemaKey = (String, &'static str);
+type SchemaKey = (Digest, &'static str);
 
 /// Compiled schemas, keyed by the manifest's digest and which schema it is.
 #[derive(Debug, Clone, Default)]
@@ -23,15 +24,14 @@ pub(crate) struct SchemaCache {
 }
 
 impl SchemaCache {
-    /// The compiled `which` schema (`input_schema` or `output_schema`) of a manifest.
+    /// The compiled `which` schema (`input_schema` or `output_schema`) of a verified tool's
+    /// manifest, compiled on first use.
     pub(crate) fn get(
         &self,
-        manifest_digest: &str,
-        tool: &str,
+        artifact: &VerifiedArtifact,
         which: &'static str,
-        schema: &Value,
     ) -> Result<Arc<Validator>, ExecError> {
-        let key = (manifest_digest.to_owned(), which);
+        let key = (*artifact.manifest_digest(), which);
         if let Some(validator) = self
             .compiled
             .lock()
@@ -40,11 +40,17 @@ impl SchemaCache {
         {
             return Ok(Arc::clone(validator));
         }
+        let manifest = artifact.manifest();
+        let schema = if which == "input_schema" {
+            &manifest.input_schema
+        } else {
+            &manifest.output_schema
+        };
         // Default features are off: a schema that `$ref`s a remote URL fails to compile
         // instead of fetching anything.
         let validator =
             jsonschema::validator_for(schema).map_err(|e| ExecError::InvalidSchema {
-                tool: tool.to_owned(),
+                tool: manifest.tool_ref().to_string(),
                 which,
                 message: e.to_string(),
             })?;

@@ -51,17 +51,15 @@ where
     }
 
     fn call(&mut self, call: ResolvedCall) -> CallFuture {
-        let manifest = call.artifact.manifest();
-        let tool = manifest.tool_ref().to_string();
-        let digest = call.artifact.manifest_digest().to_string();
         let checked = self
             .schemas
-            .get(&digest, &tool, "input_schema", &manifest.input_schema)
+            .get(&call.artifact, "input_schema")
             .and_then(|validator| {
                 let violations = crate::schema::violations(&validator, &call.arguments);
                 if violations.is_empty() {
                     Ok(())
                 } else {
+                    let tool = call.artifact.manifest().tool_ref().to_string();
                     Err(ExecError::InvalidInput { tool, violations })
                 }
             });

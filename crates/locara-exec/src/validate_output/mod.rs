@@ -65,13 +65,10 @@ where
             let Some(output) = &result.output else {
                 return Ok(result);
             };
-            let manifest = artifact.manifest();
-            let tool = manifest.tool_ref().to_string();
-            let digest = artifact.manifest_digest().to_string();
-            let validator =
-                schemas.get(&digest, &tool, "output_schema", &manifest.output_schema)?;
+            let validator = schemas.get(&artifact, "output_schema")?;
             let violations = crate::schema::violations(&validator, output);
             if !violations.is_empty() {
+                let tool = artifact.manifest().tool_ref();
                 result.failure = Some(ToolFailure {
                     kind: FailureKind::InvalidOutput,
                     message: format!(
