@@ -7,6 +7,7 @@ use std::{
 };
 
 use locara_manifest::{EffectiveLimits, ToolManifest};
+use locara_registry::Digest;
 use locara_sandbox::{Capabilities, Compiled, LimitKind, Limits, RunOutcome, RunStatus, Sandbox};
 use serde_json::Value;
 use tower::Service;
@@ -23,7 +24,7 @@ pub(crate) const WORKSPACE_GUEST_PATH: &str = "/workspace";
 pub struct Execute {
     sandbox: Sandbox,
     max_limits: EffectiveLimits,
-    compiled: Arc<Mutex<HashMap<String, Compiled>>>,
+    compiled: Arc<Mutex<HashMap<Digest, Compiled>>>,
 }
 
 impl Execute {
@@ -37,7 +38,7 @@ impl Execute {
     }
 
     fn compiled(&self, call: &ResolvedCall) -> Result<Compiled, ExecError> {
-        let key = call.artifact.artifact_digest().to_string();
+        let key = *call.artifact.artifact_digest();
         if let Some(compiled) = self
             .compiled
             .lock()
@@ -46,7 +47,10 @@ impl Execute {
         {
             return Ok(compiled.clone());
         }
-        let compiled = self.sandbox.compile(call.artifact.wasm(), Some(&key))?;
+        // The hex digest is the sandbox's cache key: it names the bytes, verified by the registry.
+        let compiled = self
+            .sandbox
+            .compile(call.artifact.wasm(), Some(&key.to_hex()))?;
         self.compiled
             .lock()
             .unwrap_or_else(|e| e.into_inner())
