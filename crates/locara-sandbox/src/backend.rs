@@ -2,7 +2,7 @@
 
 use std::{fmt, sync::Arc};
 
-use crate::{BackendKind, Capabilities, Error, Limits, RunOutcome, SandboxConfig};
+use crate::{BackendKind, CancelToken, Capabilities, Error, Limits, RunOutcome, SandboxConfig};
 
 /// An engine that compiles modules.
 ///
@@ -41,10 +41,19 @@ pub trait CompiledModule: Send + Sync + fmt::Debug {
     /// The outcome of a call that ran, however it ended: a trap, an exceeded limit or a
     /// non-zero exit is a [`RunOutcome`], not an error.
     ///
+    /// When `cancel` is cancelled, the call must end soon after with
+    /// [`RunStatus::Cancelled`](crate::RunStatus::Cancelled), cleaned up as after any other end.
+    ///
     /// # Errors
     /// Only when the call could not start: invalid limits, a preopen that cannot be opened,
     /// no temp dir, or an engine that cannot create the instance.
-    fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error>;
+    fn run(
+        &self,
+        input: &[u8],
+        limits: &Limits,
+        caps: &Capabilities,
+        cancel: &CancelToken,
+    ) -> Result<RunOutcome, Error>;
 }
 
 /// A handle to an engine. Cheap to clone; clones share the engine and its caches.
@@ -126,7 +135,22 @@ impl Compiled {
         limits: &Limits,
         caps: &Capabilities,
     ) -> Result<RunOutcome, Error> {
-        self.inner.run(input, limits, caps)
+        self.inner.run(input, limits, caps, &CancelToken::new())
+    }
+
+    /// Runs the module once, stopping early if `cancel` is cancelled; see
+    /// [`CompiledModule::run`] and [`CancelToken`].
+    ///
+    /// # Errors
+    /// As [`CompiledModule::run`].
+    pub fn run_cancellable(
+        &self,
+        input: &[u8],
+        limits: &Limits,
+        caps: &Capabilities,
+        cancel: &CancelToken,
+    ) -> Result<RunOutcome, Error> {
+        self.inner.run(input, limits, caps, cancel)
     }
 }
 

@@ -27,12 +27,15 @@
 //! ```
 
 mod backend;
+mod cancel;
 mod caps;
 mod config;
 mod error;
 mod limits;
 mod outcome;
 mod run;
+#[cfg(feature = "wasmi")]
+mod start_export;
 mod wasi;
 #[cfg(feature = "wasmi")]
 mod wasmi_backend;
@@ -41,6 +44,7 @@ mod wasmtime_backend;
 
 pub use crate::{
     backend::{Backend, Compiled, CompiledModule, Sandbox},
+    cancel::CancelToken,
     caps::{Capabilities, DirPerms, Preopen, TEMP_GUEST_PATH},
     config::{BackendKind, SandboxConfig},
     error::Error,

@@ -15,6 +15,8 @@ pub enum RunStatus {
     /// The guest trapped (a panic in a Rust tool, `unreachable`, an out-of-bounds access, a
     /// stack overflow). The message is the engine's, without engine types.
     Trapped(String),
+    /// The call was cancelled through its [`CancelToken`](crate::CancelToken).
+    Cancelled,
 }
 
 impl RunStatus {

@@ -6,7 +6,8 @@ use std::{path::Path, time::Instant};
 use cap_std::{ambient_authority, fs::Dir};
 
 use crate::{
-    Capabilities, DirPerms, EnforcedLimits, Error, LimitKind, Limits, RunOutcome, RunStatus,
+    CancelToken, Capabilities, DirPerms, EnforcedLimits, Error, LimitKind, Limits, RunOutcome,
+    RunStatus,
     wasi::{Stop, WasiCtx, WasiSetup},
 };
 
@@ -25,6 +26,7 @@ pub(crate) fn prepare(
     limits: &Limits,
     caps: &Capabilities,
     temp_root: &Path,
+    cancel: &CancelToken,
 ) -> Result<(WasiCtx, Call), Error> {
     limits.validate()?;
     let started = Instant::now();
@@ -60,6 +62,7 @@ pub(crate) fn prepare(
         max_fds,
         output_limit: limits.output_bytes,
         deadline: started + limits.wall_time,
+        cancel: cancel.clone(),
     });
     Ok((wasi, Call { started }))
 }
@@ -73,12 +76,6 @@ pub(crate) enum EngineEnd {
     Stopped,
     /// The engine ran out of fuel.
     OutOfFuel,
-    /// The engine's deadline interrupted the guest (only Wasmtime has one).
-    #[cfg_attr(
-        not(feature = "wasmtime"),
-        expect(dead_code, reason = "wasmi has no deadline of its own")
-    )]
-    Deadline,
     /// Any other trap.
     Trap(String),
 }
@@ -116,8 +113,8 @@ pub(crate) fn finish(
     let temp = wasi.temp.take();
     let status = match (wasi.stop, end) {
         (Some(Stop::Limit(limit)), _) => RunStatus::LimitExceeded(limit),
+        (Some(Stop::Cancelled), _) => RunStatus::Cancelled,
         (_, EngineEnd::OutOfFuel) => RunStatus::LimitExceeded(LimitKind::Fuel),
-        (_, EngineEnd::Deadline) => RunStatus::LimitExceeded(LimitKind::WallTime),
         // A refused `memory.grow` usually ends in an abort (Rust's allocation failure handler)
         // or a non-zero exit; either way the memory limit is what the caller needs to know.
         (Some(Stop::Exit(code)), _) if memory.exceeded && code != 0 => {
@@ -150,11 +147,4 @@ pub(crate) fn finish(
         elapsed,
         enforced,
     }
-}
-
-#[cfg(feature = "wasmtime")]
-/// How many epoch ticks a wall-clock limit is, rounded up, plus one so that a limit is never
-/// cut short by a tick that was almost due when the call started.
-pub(crate) fn deadline_ticks(wall_time: std::time::Duration, tick: std::time::Duration) -> u64 {
-    (wall_time.as_nanos().div_ceil(tick.as_nanos()) as u64).saturating_add(1)
 }

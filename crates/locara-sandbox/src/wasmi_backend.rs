@@ -4,14 +4,16 @@
 //! in fuel slices (resumable calls) and checking the clock between slices and in every host
 //! call. Every `wasmi` type stays in this file; errors are mapped to [`Error`] here.
 
-use std::{path::PathBuf, time::Instant};
+use std::path::PathBuf;
 
 use wasmi::{Caller, Config, Engine, Linker, Module, ResumableCall, Store};
 
 use crate::{
-    Capabilities, EnforcedLimits, Enforcement, Error, LimitKind, Limits, RunOutcome, SandboxConfig,
+    CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunOutcome,
+    SandboxConfig,
     backend::{Backend, CompiledModule, ExportKind, check_interface},
     run::{self, EngineEnd, MemoryLimiter},
+    start_export,
     wasi::{self, Stop, WasiCtx},
 };
 
@@ -132,9 +134,10 @@ impl Backend for WasmiBackend {
         wasm: &[u8],
         _cache_key: Option<&str>,
     ) -> Result<Box<dyn CompiledModule>, Error> {
-        let module = Module::new(&self.engine, wasm).map_err(|e| Error::InvalidModule {
+        let invalid = |e: wasmi::Error| Error::InvalidModule {
             message: e.to_string(),
-        })?;
+        };
+        let mut module = Module::new(&self.engine, wasm).map_err(invalid)?;
         check_interface(
             module.imports().map(|i| (i.module(), i.name())),
             module.exports().map(|e| {
@@ -146,11 +149,21 @@ impl Backend for WasmiBackend {
                 (e.name(), kind)
             }),
         )?;
+        // A start function would run inside instantiation, out of reach of the deadline:
+        // export it and call it in slices like `_start` (see `start_export`).
+        let has_start = match start_export::export_start(wasm) {
+            Some(rewritten) => {
+                module = Module::new(&self.engine, &rewritten).map_err(invalid)?;
+                true
+            }
+            None => false,
+        };
         let linker = linker(&self.engine)?;
         Ok(Box::new(WasmiModule {
             engine: self.engine.clone(),
             module,
             linker,
+            has_start,
             temp_root: self.temp_root.clone(),
         }))
     }
@@ -160,6 +173,8 @@ struct WasmiModule {
     engine: Engine,
     module: Module,
     linker: Linker<StoreData>,
+    /// Whether the module's start function was moved to [`start_export::START_EXPORT`].
+    has_start: bool,
     temp_root: PathBuf,
 }
 
@@ -180,10 +195,49 @@ fn end_of(error: &wasmi::Error) -> EngineEnd {
     }
 }
 
+/// Calls `func` in fuel slices taken from `budget` until it ends; between slices, a cancelled
+/// call or a passed deadline stops it.
+fn drive(
+    store: &mut Store<StoreData>,
+    func: wasmi::Func,
+    budget: &mut u64,
+) -> Result<EngineEnd, wasmi::Error> {
+    let first = (*budget).min(SLICE);
+    *budget -= first;
+    let left = store.get_fuel()?;
+    store.set_fuel(left + first)?;
+    let mut state = func.call_resumable(&mut *store, &[], &mut []);
+    loop {
+        match state {
+            Ok(ResumableCall::Finished) => return Ok(EngineEnd::Returned),
+            Ok(ResumableCall::HostTrap(trap)) => return Ok(end_of(&trap.into_host_error())),
+            Err(error) => return Ok(end_of(&error)),
+            Ok(ResumableCall::OutOfFuel(out)) => {
+                if store.data_mut().wasi.check_deadline().is_err() {
+                    return Ok(EngineEnd::Stopped);
+                }
+                let left = store.get_fuel()?;
+                let slice = (*budget).min(SLICE).max(out.required_fuel());
+                if slice > *budget || *budget == 0 {
+                    return Ok(EngineEnd::OutOfFuel);
+                }
+                *budget -= slice;
+                store.set_fuel(left + slice)?;
+                state = out.resume(&mut *store, &mut []);
+            }
+        }
+    }
+}
+
 impl CompiledModule for WasmiModule {
-    fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error> {
-        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root)?;
-        let deadline = Instant::now() + limits.wall_time;
+    fn run(
+        &self,
+        input: &[u8],
+        limits: &Limits,
+        caps: &Capabilities,
+        cancel: &CancelToken,
+    ) -> Result<RunOutcome, Error> {
+        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root, cancel)?;
         let data = StoreData {
             wasi,
             memory: MemoryLimiter {
@@ -198,49 +252,36 @@ impl CompiledModule for WasmiModule {
             message: e.to_string(),
         };
 
-        // A start function runs during instantiation, which cannot be resumed: it gets the
-        // whole fuel budget in one slice.
+        // Instantiation (data segments; never a start function, see `has_start`) takes its
+        // fuel from the whole budget; the calls then get it in slices.
         store.set_fuel(limits.fuel).map_err(engine_error)?;
         // Fuel not yet handed to the store.
         let mut budget = 0;
         let end = match self.linker.instantiate_and_start(&mut store, &self.module) {
             Err(error) => end_of(&error),
             Ok(instance) => {
-                let start =
+                let func = |name: &str| {
                     instance
-                        .get_func(&store, "_start")
+                        .get_func(&store, name)
                         .ok_or_else(|| Error::NotACommand {
-                            message: "no exported `_start` function".to_owned(),
-                        })?;
+                            message: format!("no exported `{name}` function"),
+                        })
+                };
+                let mut calls = Vec::new();
+                if self.has_start {
+                    calls.push(func(start_export::START_EXPORT)?);
+                }
+                calls.push(func("_start")?);
                 budget = store.get_fuel().map_err(engine_error)?;
-                let first = budget.min(SLICE);
-                budget -= first;
-                store.set_fuel(first).map_err(engine_error)?;
-                let mut state = start.call_resumable(&mut store, &[], &mut []);
-                loop {
-                    match state {
-                        Ok(ResumableCall::Finished) => break EngineEnd::Returned,
-                        Ok(ResumableCall::HostTrap(trap)) => break end_of(&trap.into_host_error()),
-                        Err(error) => break end_of(&error),
-                        Ok(ResumableCall::OutOfFuel(out)) => {
-                            if Instant::now() >= deadline {
-                                store
-                                    .data_mut()
-                                    .wasi
-                                    .stopped(Stop::Limit(LimitKind::WallTime));
-                                break EngineEnd::Stopped;
-                            }
-                            let left = store.get_fuel().map_err(engine_error)?;
-                            let slice = budget.min(SLICE).max(out.required_fuel());
-                            if slice > budget || budget == 0 {
-                                break EngineEnd::OutOfFuel;
-                            }
-                            budget -= slice;
-                            store.set_fuel(left + slice).map_err(engine_error)?;
-                            state = out.resume(&mut store, &mut []);
-                        }
+                store.set_fuel(0).map_err(engine_error)?;
+                let mut end = EngineEnd::Returned;
+                for func in calls {
+                    end = drive(&mut store, func, &mut budget).map_err(engine_error)?;
+                    if !matches!(end, EngineEnd::Returned) {
+                        break;
                     }
                 }
+                end
             }
         };
         // What is left is the fuel in the store plus the slices never handed out.

@@ -15,11 +15,12 @@ use std::{
 
 use wasmtime::{
     Caller, Config, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module,
-    PoolingAllocationConfig, Store, Trap,
+    PoolingAllocationConfig, Store, Trap, UpdateDeadline,
 };
 
 use crate::{
-    Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunOutcome, SandboxConfig,
+    CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunOutcome,
+    SandboxConfig,
     backend::{Backend, CompiledModule, ExportKind, check_interface, is_valid_cache_key},
     run::{self, EngineEnd, MemoryLimiter},
     wasi::{self, Stop, WasiCtx},
@@ -56,7 +57,9 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// Stops the epoch ticker thread when the backend is dropped.
+/// Stops the epoch ticker thread when the backend and every module compiled by it are dropped:
+/// a module that outlives its [`Sandbox`](crate::Sandbox) still needs the ticks for its
+/// deadline and cancellation.
 #[derive(Debug)]
 struct Ticker {
     stop: Arc<AtomicBool>,
@@ -74,7 +77,7 @@ pub(crate) struct WasmtimeBackend {
     linker: Arc<Linker<StoreData>>,
     cache_dir: Option<PathBuf>,
     temp_root: PathBuf,
-    _ticker: Ticker,
+    ticker: Arc<Ticker>,
 }
 
 fn engine_error(error: impl std::fmt::Display) -> Error {
@@ -122,7 +125,7 @@ impl WasmtimeBackend {
             linker,
             cache_dir: config.cache_dir.clone(),
             temp_root: config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
-            _ticker: Ticker { stop },
+            ticker: Arc::new(Ticker { stop }),
         })
     }
 
@@ -140,27 +143,40 @@ impl WasmtimeBackend {
             .precompile_compatibility_hash()
             .hash(&mut hasher);
         let path = dir.join(format!("{key}-{:016x}.cwasm", hasher.finish()));
-        if path.is_file() {
-            // SAFETY: `deserialize_file` trusts the file to be `precompile_module` output of a
-            // compatible engine. The file is only ever written below, by this engine
-            // configuration (its compatibility hash is in the name), from bytes the caller
-            // identified by `key`, and renamed into place atomically; the cache directory is
-            // the host's own, as trusted as its binary. Wasmtime still checks the header and
-            // refuses a file from another version or configuration.
-            #[allow(
-                unsafe_code,
-                reason = "loading a precompiled module is unsafe by API; see SAFETY"
-            )]
-            let loaded = unsafe { Module::deserialize_file(&self.engine, &path) };
-            match loaded {
-                Ok(module) => return Ok(module),
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "ignoring an unusable compiled-module cache entry")
+        match std::fs::read(&path) {
+            Ok(file) => match cache_entry::open(&file, key) {
+                Ok(compiled) => {
+                    // SAFETY: `deserialize` trusts its input to be `precompile_module` output of
+                    // a compatible engine. This entry was written below, by this engine
+                    // configuration (its compatibility hash is in the file name), for the bytes
+                    // `key` names; `cache_entry::open` checked that it was written for `key`
+                    // and that its checksum matches, so a truncated, corrupted or misnamed
+                    // entry (another module's code under this key) is never loaded. The cache
+                    // directory is the host's own, as trusted as its binary; Wasmtime still
+                    // checks the header and refuses another version or configuration.
+                    #[allow(
+                        unsafe_code,
+                        reason = "loading a precompiled module is unsafe by API; see SAFETY"
+                    )]
+                    let loaded = unsafe { Module::deserialize(&self.engine, compiled) };
+                    match loaded {
+                        Ok(module) => return Ok(module),
+                        Err(error) => {
+                            tracing::warn!(path = %path.display(), %error, "ignoring an unusable compiled-module cache entry")
+                        }
+                    }
                 }
+                Err(problem) => {
+                    tracing::warn!(path = %path.display(), %problem, "ignoring a compiled-module cache entry")
+                }
+            },
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot read the compiled-module cache")
             }
         }
         let compiled = self.engine.precompile_module(wasm).map_err(invalid)?;
-        if let Err(error) = write_atomically(dir, &path, &compiled) {
+        if let Err(error) = write_atomically(dir, &path, &cache_entry::seal(key, &compiled)) {
             tracing::warn!(path = %path.display(), %error, "could not write the compiled-module cache");
         }
         // SAFETY: `compiled` was produced by `precompile_module` on this very engine just above.
@@ -170,6 +186,50 @@ impl WasmtimeBackend {
         )]
         let module = unsafe { Module::deserialize(&self.engine, &compiled) };
         module.map_err(invalid)
+    }
+}
+
+/// The on-disk format of a compiled-module cache entry: a header that names the key it was
+/// written for and a SHA-256 of the compiled code, then the code.
+///
+/// `magic (8) | key length (1) | key | sha256(code) (32) | code`
+mod cache_entry {
+    use sha2::{Digest as _, Sha256};
+
+    const MAGIC: &[u8; 8] = b"LCWASM01";
+
+    /// The entry for `code`, compiled from the module `key` names.
+    pub(super) fn seal(key: &str, code: &[u8]) -> Vec<u8> {
+        let mut entry = Vec::with_capacity(MAGIC.len() + 1 + key.len() + 32 + code.len());
+        entry.extend_from_slice(MAGIC);
+        // Keys are at most 128 bytes (`is_valid_cache_key`).
+        entry.push(u8::try_from(key.len()).unwrap_or(u8::MAX));
+        entry.extend_from_slice(key.as_bytes());
+        entry.extend_from_slice(&Sha256::digest(code));
+        entry.extend_from_slice(code);
+        entry
+    }
+
+    /// The compiled code in `entry`, if it was written for `key` and is intact.
+    pub(super) fn open<'a>(entry: &'a [u8], key: &str) -> Result<&'a [u8], String> {
+        let rest = entry
+            .strip_prefix(MAGIC)
+            .ok_or("not a Locara cache entry (bad magic)")?;
+        let (&len, rest) = rest.split_first().ok_or("truncated header")?;
+        let (written_for, rest) = rest
+            .split_at_checked(usize::from(len))
+            .ok_or("truncated header")?;
+        if written_for != key.as_bytes() {
+            return Err(format!(
+                "written for `{}`, not `{key}`",
+                String::from_utf8_lossy(written_for)
+            ));
+        }
+        let (checksum, code) = rest.split_at_checked(32).ok_or("truncated header")?;
+        if Sha256::digest(code).as_slice() != checksum {
+            return Err("checksum mismatch: the entry is corrupt or truncated".to_owned());
+        }
+        Ok(code)
     }
 }
 
@@ -259,6 +319,7 @@ impl Backend for WasmtimeBackend {
             engine: self.engine.clone(),
             pre,
             temp_root: self.temp_root.clone(),
+            _ticker: Arc::clone(&self.ticker),
         }))
     }
 }
@@ -267,6 +328,7 @@ struct WasmtimeModule {
     engine: Engine,
     pre: InstancePre<StoreData>,
     temp_root: PathBuf,
+    _ticker: Arc<Ticker>,
 }
 
 impl std::fmt::Debug for WasmtimeModule {
@@ -282,15 +344,20 @@ fn end_of(error: &wasmtime::Error) -> Option<EngineEnd> {
     }
     match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => Some(EngineEnd::OutOfFuel),
-        Some(Trap::Interrupt) => Some(EngineEnd::Deadline),
         Some(trap) => Some(EngineEnd::Trap(trap.to_string())),
         None => None,
     }
 }
 
 impl CompiledModule for WasmtimeModule {
-    fn run(&self, input: &[u8], limits: &Limits, caps: &Capabilities) -> Result<RunOutcome, Error> {
-        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root)?;
+    fn run(
+        &self,
+        input: &[u8],
+        limits: &Limits,
+        caps: &Capabilities,
+        cancel: &CancelToken,
+    ) -> Result<RunOutcome, Error> {
+        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root, cancel)?;
         let data = StoreData {
             wasi,
             memory: MemoryLimiter {
@@ -301,8 +368,17 @@ impl CompiledModule for WasmtimeModule {
         let mut store = Store::new(&self.engine, data);
         store.limiter(|data| &mut data.memory);
         store.set_fuel(limits.fuel).map_err(engine_error)?;
-        store.set_epoch_deadline(run::deadline_ticks(limits.wall_time, TICK));
-        store.epoch_deadline_trap();
+        // At every tick, wherever the guest is: stop it if the call was cancelled or is past
+        // its deadline, else let it run one more tick.
+        store.epoch_deadline_callback(|mut store| {
+            store
+                .data_mut()
+                .wasi
+                .check_deadline()
+                .map(|()| UpdateDeadline::Continue(1))
+                .map_err(wasmtime::Error::new)
+        });
+        store.set_epoch_deadline(1);
 
         let end = match self.pre.instantiate(&mut store) {
             Ok(instance) => {

@@ -8,8 +8,8 @@ use std::{
 };
 
 use locara_sandbox::{
-    BackendKind, Capabilities, Compiled, DirPerms, Enforcement, Error, LimitKind, Limits,
-    RunOutcome, RunStatus, Sandbox, SandboxConfig,
+    BackendKind, CancelToken, Capabilities, Compiled, DirPerms, Enforcement, Error, LimitKind,
+    Limits, RunOutcome, RunStatus, Sandbox, SandboxConfig,
 };
 use serde_json::{Value, json};
 
@@ -432,12 +432,308 @@ backend_test!(the_next_call_works_after_every_limit, |kind| {
         output_bytes: 1 << 20,
         max_fds: 8,
     };
-    for op in ["spin", "membomb", "flood", "fds", "panic"] {
+    for op in [
+        "spin", "membomb", "flood", "fds", "panic", "recurse", "hostloop",
+    ] {
         let bad = run_with(kind, json!({"op": op}), &small, &Capabilities::new());
         assert!(!bad.status.is_success(), "{op} succeeded");
         let good = run(kind, json!({"op": "echo"}));
         assert_eq!(good.status, RunStatus::Exited(0), "after {op}");
     }
+});
+
+// Hostile tools: each ends in a structured outcome, the host stays healthy, and the next call on
+// the same compiled module works.
+
+/// The descriptors this process holds that point into `dir`: zero once every call that used
+/// `dir` has ended, whatever other tests run at the same time.
+fn fds_into(dir: &Path) -> usize {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(&dir))
+        .count()
+}
+
+fn assert_next_call_works(module: &Compiled) {
+    let outcome = module
+        .run(
+            br#"{"op":"echo"}"#,
+            &Limits::default(),
+            &Capabilities::new(),
+        )
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Exited(0));
+}
+
+backend_test!(stack_overflow_is_a_trap, |kind| {
+    // Depending on the engine and the frame size, the guest's shadow stack (in linear memory)
+    // runs out first, an out-of-bounds access, or the engine's call stack does: a trap either way.
+    let outcome = run(kind, json!({"op": "recurse"}));
+    match &outcome.status {
+        RunStatus::Trapped(message) => assert!(
+            message.contains("stack") || message.contains("out of bounds"),
+            "{message}"
+        ),
+        other => panic!("expected a trap, got {other:?}"),
+    }
+    assert_next_call_works(probe(kind));
+});
+
+backend_test!(
+    huge_single_line_output_up_to_the_limit_is_kept_whole,
+    |kind| {
+        let bytes = 9 << 20;
+        let outcome = run(kind, json!({"op": "output", "bytes": bytes}));
+        assert_eq!(outcome.status, RunStatus::Exited(0));
+        assert_eq!(outcome.stdout.len(), bytes + 12);
+        assert!(!outcome.stdout[..outcome.stdout.len() - 1].contains(&b'\n'));
+        let over = run(kind, json!({"op": "output", "bytes": 11 << 20}));
+        assert_eq!(over.status, RunStatus::LimitExceeded(LimitKind::Output));
+        assert!(over.stdout.len() <= Limits::DEFAULT_OUTPUT_BYTES as usize);
+    }
+);
+
+backend_test!(output_that_is_not_utf8_is_passed_through_as_bytes, |kind| {
+    let outcome = run(kind, json!({"op": "bytes", "hex": "ff00fe7b22c3"}));
+    assert_eq!(outcome.status, RunStatus::Exited(0));
+    assert_eq!(outcome.stdout, [0xff, 0x00, 0xfe, 0x7b, 0x22, 0xc3]);
+});
+
+backend_test!(ten_thousand_files_in_the_temp_dir_are_all_removed, |kind| {
+    let root = tempfile::tempdir().unwrap();
+    let module = isolated(kind, root.path());
+    let outcome = module
+        .run(
+            br#"{"op": "files", "count": 10000, "bytes": 16}"#,
+            &Limits::default(),
+            &Capabilities::new(),
+        )
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Exited(0), "{outcome:?}");
+    assert_eq!(
+        stdout_json(&outcome),
+        json!({"created": 10000, "error": null})
+    );
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    assert_next_call_works(&module);
+});
+
+backend_test!(fds_held_open_are_closed_when_the_call_is_stopped, |kind| {
+    let root = tempfile::tempdir().unwrap();
+    let module = isolated(kind, root.path());
+    let limits = Limits {
+        wall_time: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let outcome = module
+        .run(
+            br#"{"op": "hold_fds", "count": 20, "ms": 60000}"#,
+            &limits,
+            &Capabilities::new(),
+        )
+        .unwrap();
+    assert_eq!(
+        outcome.status,
+        RunStatus::LimitExceeded(LimitKind::WallTime)
+    );
+    assert_eq!(fds_into(root.path()), 0, "descriptors left open");
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    assert_next_call_works(&module);
+});
+
+backend_test!(busy_loops_in_host_calls_are_stopped, |kind| {
+    for call in ["clock", "yield", "random", "stat", "write"] {
+        let limits = Limits {
+            fuel: u64::MAX / 2,
+            wall_time: Duration::from_millis(200),
+            ..Limits::default()
+        };
+        let started = Instant::now();
+        let outcome = run_with(
+            kind,
+            json!({"op": "hostloop", "call": call}),
+            &limits,
+            &Capabilities::new(),
+        );
+        assert_eq!(
+            outcome.status,
+            RunStatus::LimitExceeded(LimitKind::WallTime),
+            "{call}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{call}");
+        // With the default limits, fuel runs out long before the 30 s deadline.
+        let outcome = run_with(
+            kind,
+            json!({"op": "hostloop", "call": call}),
+            &Limits {
+                fuel: 5_000_000,
+                ..Limits::default()
+            },
+            &Capabilities::new(),
+        );
+        assert_eq!(
+            outcome.status,
+            RunStatus::LimitExceeded(LimitKind::Fuel),
+            "{call}"
+        );
+    }
+});
+
+backend_test!(random_abuse_is_bounded_by_memory, |kind| {
+    let ok = stdout_json(&run(kind, json!({"op": "random_big", "bytes": 4 << 20})));
+    assert_eq!(ok["len"], json!(4 << 20));
+    // Random bytes are zero 1 time in 256; far fewer than 99% non-zero would mean no random.
+    assert!(
+        ok["nonzero"].as_u64().unwrap() > (4 << 20) * 99 / 100,
+        "{ok}"
+    );
+    let limits = Limits {
+        memory_bytes: 16 << 20,
+        ..Limits::default()
+    };
+    let outcome = run_with(
+        kind,
+        json!({"op": "random_big", "bytes": 64 << 20}),
+        &limits,
+        &Capabilities::new(),
+    );
+    assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Memory));
+});
+
+backend_test!(bad_pointers_ids_and_counts_are_errnos, |kind| {
+    let outcome = run(kind, json!({"op": "abi_abuse"}));
+    assert_eq!(outcome.status, RunStatus::Exited(0), "{outcome:?}");
+    let errno = stdout_json(&outcome)["errno"].clone();
+    const FAULT: u64 = 21;
+    const INVAL: u64 = 28;
+    const BADF: u64 = 8;
+    let expected = [
+        ("clock_time_get bad id", INVAL),
+        ("clock_time_get max id", INVAL),
+        ("clock_time_get wild out", FAULT),
+        ("clock_res_get bad id", INVAL),
+        ("clock_res_get wild out", FAULT),
+        ("random_get wild buf", FAULT),
+        ("random_get huge len", FAULT),
+        ("poll_oneoff zero", INVAL),
+        ("poll_oneoff bad tag", INVAL),
+        ("poll_oneoff huge n", INVAL),
+        ("poll_oneoff wild subs", FAULT),
+        ("fd_write huge iovs", INVAL),
+        ("fd_write wild iovs", FAULT),
+        ("fd_read wild iovs", FAULT),
+        ("fd_write bad fd", BADF),
+        ("path_open wild path", FAULT),
+        ("path_open huge path", FAULT),
+        ("fd_close bad fd", BADF),
+        ("args_get wild", FAULT),
+    ];
+    for (name, want) in expected {
+        assert_eq!(errno[name], json!(want), "{name}: {errno}");
+    }
+    assert_next_call_works(probe(kind));
+});
+
+/// A module whose start function never returns: it runs during instantiation, before `_start`.
+fn start_loop_module(kind: BackendKind) -> Compiled {
+    let wasm = wat::parse_str(
+        r#"(module
+            (memory (export "memory") 1)
+            (func $forever (loop $l (br $l)))
+            (start $forever)
+            (func (export "_start")))"#,
+    )
+    .unwrap();
+    sandbox(kind).compile(&wasm, None).unwrap()
+}
+
+backend_test!(
+    start_function_that_loops_is_stopped_by_the_deadline,
+    |kind| {
+        let module = start_loop_module(kind);
+        let limits = Limits {
+            fuel: u64::MAX / 2,
+            wall_time: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let started = Instant::now();
+        let outcome = module.run(b"", &limits, &Capabilities::new()).unwrap();
+        assert_eq!(
+            outcome.status,
+            RunStatus::LimitExceeded(LimitKind::WallTime)
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let outcome = module
+            .run(
+                b"",
+                &Limits {
+                    fuel: 10_000_000,
+                    ..Limits::default()
+                },
+                &Capabilities::new(),
+            )
+            .unwrap();
+        assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fuel));
+        assert_next_call_works(probe(kind));
+    }
+);
+
+backend_test!(a_start_function_runs_before_start, |kind| {
+    // The start function stores 7 at address 0; `_start` exits with what it finds there.
+    let wasm = wat::parse_str(
+        r#"(module
+            (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+            (memory (export "memory") 1)
+            (func $init (i32.store (i32.const 0) (i32.const 7)))
+            (start $init)
+            (func (export "_start") (call $exit (i32.load (i32.const 0)))))"#,
+    )
+    .unwrap();
+    let module = sandbox(kind).compile(&wasm, None).unwrap();
+    let outcome = module
+        .run(b"", &Limits::default(), &Capabilities::new())
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Exited(7));
+});
+
+backend_test!(cancelling_a_call_stops_it_and_cleans_up, |kind| {
+    let root = tempfile::tempdir().unwrap();
+    let module = isolated(kind, root.path());
+    let limits = Limits {
+        fuel: u64::MAX / 2,
+        wall_time: Duration::from_secs(120),
+        ..Limits::default()
+    };
+    for op in [
+        json!({"op": "spin", "path": "/tmp/spinning.txt"}),
+        json!({"op": "hold_fds", "count": 5, "ms": 120_000}),
+    ] {
+        let cancel = CancelToken::new();
+        let canceller = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                cancel.cancel();
+            })
+        };
+        let started = Instant::now();
+        let outcome = module
+            .run_cancellable(
+                op.to_string().as_bytes(),
+                &limits,
+                &Capabilities::new(),
+                &cancel,
+            )
+            .unwrap();
+        canceller.join().unwrap();
+        assert_eq!(outcome.status, RunStatus::Cancelled, "{op}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{op}");
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "{op}");
+        assert_eq!(fds_into(root.path()), 0, "{op}");
+    }
+    assert_next_call_works(&module);
 });
 
 #[test]
@@ -467,6 +763,68 @@ fn compiled_modules_are_cached_on_disk() {
         )
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Exited(0));
+}
+
+/// The one cache file whose name starts with `key`.
+fn cache_file(dir: &Path, key: &str) -> std::path::PathBuf {
+    let mut found: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(key))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.pop().unwrap()
+}
+
+#[test]
+fn a_corrupt_or_swapped_cache_entry_is_never_loaded() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = SandboxConfig::new(BackendKind::Wasmtime);
+    config.cache_dir(cache.path());
+    let probe = std::fs::read(locara_test_artifacts::PROBE).unwrap();
+    let other = wat::parse_str(
+        r#"(module
+            (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+            (memory (export "memory") 1)
+            (func (export "_start") (call $exit (i32.const 42))))"#,
+    )
+    .unwrap();
+    let sandbox = Sandbox::new(&config).unwrap();
+    sandbox.compile(&probe, Some("probe-key")).unwrap();
+    sandbox.compile(&other, Some("other-key")).unwrap();
+    let probe_entry = cache_file(cache.path(), "probe-key");
+    let echo = |sandbox: &Sandbox| {
+        sandbox
+            .compile(&probe, Some("probe-key"))
+            .unwrap()
+            .run(
+                br#"{"op":"echo"}"#,
+                &Limits::default(),
+                &Capabilities::new(),
+            )
+            .unwrap()
+            .status
+    };
+
+    // Another module's compiled code under the probe's name: refused, the probe is recompiled.
+    std::fs::copy(cache_file(cache.path(), "other-key"), &probe_entry).unwrap();
+    assert_eq!(echo(&Sandbox::new(&config).unwrap()), RunStatus::Exited(0));
+
+    // A flipped byte in the code, and a truncated entry: refused and rewritten.
+    let mut bytes = std::fs::read(&probe_entry).unwrap();
+    let last = bytes.len() - 100;
+    bytes[last] ^= 0xff;
+    std::fs::write(&probe_entry, &bytes).unwrap();
+    assert_eq!(echo(&Sandbox::new(&config).unwrap()), RunStatus::Exited(0));
+    let len = std::fs::metadata(&probe_entry).unwrap().len();
+    std::fs::write(
+        &probe_entry,
+        &std::fs::read(&probe_entry).unwrap()[..(len / 2) as usize],
+    )
+    .unwrap();
+    assert_eq!(echo(&Sandbox::new(&config).unwrap()), RunStatus::Exited(0));
+    // After the rewrite the entry is whole again and used as is.
+    assert_eq!(std::fs::metadata(&probe_entry).unwrap().len(), len);
 }
 
 #[test]

@@ -26,7 +26,7 @@ use cap_fs_ext::{
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
 pub(crate) use self::errno::Errno;
-use crate::LimitKind;
+use crate::{CancelToken, LimitKind};
 
 /// Why a host function stopped the guest instead of returning an errno.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +35,8 @@ pub(crate) enum Stop {
     Exit(i32),
     /// The guest exceeded a limit the host enforces.
     Limit(LimitKind),
+    /// The host cancelled the call.
+    Cancelled,
 }
 
 impl std::fmt::Display for Stop {
@@ -42,6 +44,7 @@ impl std::fmt::Display for Stop {
         match self {
             Stop::Exit(code) => write!(f, "guest exited with code {code}"),
             Stop::Limit(limit) => write!(f, "guest exceeded the {limit} limit"),
+            Stop::Cancelled => f.write_str("the host cancelled the call"),
         }
     }
 }
@@ -110,6 +113,7 @@ pub(crate) struct WasiCtx {
     args: Vec<String>,
     start: Instant,
     deadline: Instant,
+    cancel: CancelToken,
     /// Why the guest was stopped, if a host function stopped it.
     pub(crate) stop: Option<Stop>,
     temp_root: Option<PathBuf>,
@@ -161,6 +165,7 @@ pub(crate) struct WasiSetup {
     pub(crate) max_fds: u32,
     pub(crate) output_limit: u64,
     pub(crate) deadline: Instant,
+    pub(crate) cancel: CancelToken,
 }
 
 impl WasiCtx {
@@ -191,19 +196,40 @@ impl WasiCtx {
             args: setup.args,
             start: Instant::now(),
             deadline: setup.deadline,
+            cancel: setup.cancel,
             stop: None,
             temp_root: setup.temp_root,
             temp: None,
         }
     }
 
-    /// Ends the call if its deadline has passed. Every host function calls this first, so a
-    /// guest that spins in host calls is stopped on every engine.
+    /// Ends the call if it was cancelled or its deadline has passed. Every host function calls
+    /// this first, so a guest that spins in host calls is stopped on every engine; the Wasmtime
+    /// backend also calls it at every epoch tick.
     pub(crate) fn check_deadline(&mut self) -> Result<(), Stop> {
+        if self.cancel.is_cancelled() {
+            return Err(self.stopped(Stop::Cancelled));
+        }
         if Instant::now() >= self.deadline {
             return Err(self.stopped(Stop::Limit(LimitKind::WallTime)));
         }
         Ok(())
+    }
+
+    /// Sleeps until `wake`, or until the call is cancelled or reaches its deadline, whichever
+    /// comes first; the last two stop the guest.
+    fn sleep_until(&mut self, wake: Instant) -> Result<(), Stop> {
+        /// How often a sleeping guest notices that its call was cancelled.
+        const POLL: Duration = Duration::from_millis(10);
+        loop {
+            self.check_deadline()?;
+            let now = Instant::now();
+            if now >= wake {
+                return Ok(());
+            }
+            let until = wake.min(self.deadline);
+            std::thread::sleep(until.saturating_duration_since(now).min(POLL));
+        }
     }
 
     /// Records why the guest is stopped and returns it.
@@ -1119,12 +1145,11 @@ pub(crate) fn poll_oneoff(
     let mut out_events = Vec::new();
     if ready.is_empty() {
         let wait = clocks.iter().map(|&(_, w)| w).min().unwrap_or(0);
-        let wake = Instant::now() + Duration::from_nanos(wait);
-        if wake >= ctx.deadline {
-            std::thread::sleep(ctx.deadline.saturating_duration_since(Instant::now()));
-            return Err(Fail::Stop(ctx.stopped(Stop::Limit(LimitKind::WallTime))));
-        }
-        std::thread::sleep(Duration::from_nanos(wait));
+        // A wait past the deadline (or past what an `Instant` can hold) ends at the deadline.
+        let wake = Instant::now()
+            .checked_add(Duration::from_nanos(wait))
+            .unwrap_or(ctx.deadline);
+        ctx.sleep_until(wake).map_err(Fail::Stop)?;
         for (userdata, w) in clocks {
             if w <= wait {
                 out_events.push((userdata, 0u8));

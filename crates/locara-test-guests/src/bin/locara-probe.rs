@@ -25,6 +25,17 @@
 //! | `output`       | `bytes`                     | prints `{"data": "xxx…"}` with `bytes` x's        |
 //! | `raw`          | `text`                      | writes `text` verbatim to stdout                  |
 //! | `time_random`  |                             | prints the clock and 16 random bytes              |
+//! | `recurse`      |                             | recurses until the stack overflows                |
+//! | `bytes`        | `hex`                       | writes the hex-decoded bytes verbatim to stdout   |
+//! | `files`        | `count`, `bytes`            | creates `count` files of `bytes` bytes in `/tmp`  |
+//! | `hold_fds`     | `count`, `ms`               | opens `count` files, then sleeps holding them     |
+//! | `hostloop`     | `call`                      | calls one host function in a loop forever         |
+//! | `random_big`   | `bytes`                     | asks for `bytes` random bytes in one call         |
+//! | `abi_abuse`    |                             | calls WASI with bad pointers, ids and counts      |
+//! | `paths`        | `paths`, `content`          | reads (and writes `content` to) each path         |
+//!
+//! `spin` takes an optional `path`: a file it writes in `/tmp` first, so that a stopped call
+//! has a temp dir to clean up.
 
 use std::hint::black_box;
 use std::io::{self, Read, Write};
@@ -48,7 +59,13 @@ fn main() {
         .to_owned();
     match op.as_str() {
         "echo" => emit(&json!({ "echo": input })),
-        "spin" => spin(),
+        "spin" => {
+            let touch = str_field(&input, "path");
+            if !touch.is_empty() {
+                let _ = std::fs::write(touch, "spinning");
+            }
+            spin()
+        }
         "membomb" => membomb(),
         "flood" => flood(&mut io::stdout()),
         "stderr_flood" => flood(&mut io::stderr()),
@@ -69,6 +86,20 @@ fn main() {
         "output" => output(u64_field(&input, "bytes").unwrap_or(0)),
         "raw" => write_stdout(str_field(&input, "text").as_bytes()),
         "time_random" => time_random(),
+        "recurse" => emit(&json!({ "depth": recurse(0) })),
+        "bytes" => write_stdout(&hex(str_field(&input, "hex"))),
+        "files" => files(
+            u64_field(&input, "count").unwrap_or(10_000),
+            u64_field(&input, "bytes").unwrap_or(16),
+        ),
+        "hold_fds" => hold_fds(
+            u64_field(&input, "count").unwrap_or(8),
+            u64_field(&input, "ms").unwrap_or(60_000),
+        ),
+        "hostloop" => hostloop(str_field(&input, "call")),
+        "random_big" => random_big(u64_field(&input, "bytes").unwrap_or(0)),
+        "abi_abuse" => abi_abuse(),
+        "paths" => paths(&input),
         other => fail(2, &format!("unknown op {other:?}")),
     }
 }
@@ -282,4 +313,229 @@ fn time_random() {
         Err(e) => json!(format!("err: {e}")),
     };
     emit(&json!({ "time_ms": time, "random": random }));
+}
+
+/// Recurses without bound; the frame is kept alive so the compiler cannot turn it into a loop.
+fn recurse(depth: u64) -> u64 {
+    // Never true; it only keeps the recursion from being unconditional in the compiler's eyes.
+    if black_box(depth) == u64::MAX {
+        return 0;
+    }
+    let frame = black_box([depth; 16]);
+    black_box(recurse(depth + 1)) + frame[black_box(3)]
+}
+
+fn hex(text: &str) -> Vec<u8> {
+    (0..text.len() / 2)
+        .filter_map(|i| u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Creates `count` files under `/tmp/many/`, closing each one; reports how many it made.
+fn files(count: u64, bytes: u64) {
+    let content = vec![b'f'; usize::try_from(bytes).unwrap_or(0)];
+    let mut error = Value::Null;
+    let mut created = 0u64;
+    if let Err(e) = std::fs::create_dir_all("/tmp/many") {
+        fail(2, &format!("cannot create /tmp/many: {e}"));
+    }
+    for i in 0..count {
+        match std::fs::write(format!("/tmp/many/f{i}"), &content) {
+            Ok(()) => created += 1,
+            Err(e) => {
+                error = Value::String(e.to_string());
+                break;
+            }
+        }
+    }
+    emit(&json!({ "created": created, "error": error }));
+}
+
+/// Opens `count` files and sleeps `ms` with all of them open.
+fn hold_fds(count: u64, ms: u64) {
+    let mut held = Vec::new();
+    for i in 0..count {
+        match std::fs::File::create(format!("/tmp/held{i}")) {
+            Ok(f) => held.push(f),
+            Err(e) => fail(2, &format!("cannot open /tmp/held{i}: {e}")),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(ms));
+    emit(&json!({ "held": held.len() }));
+}
+
+/// Calls one cheap host function forever: the guest spends its time in the host, not in wasm.
+fn hostloop(call: &str) -> ! {
+    let mut buf = [0u8; 8];
+    loop {
+        match call {
+            "clock" => {
+                black_box(SystemTime::now());
+            }
+            "yield" => std::thread::yield_now(),
+            "random" => {
+                let _ = black_box(getrandom::fill(&mut buf));
+            }
+            "stat" => {
+                let _ = black_box(std::fs::metadata("/tmp"));
+            }
+            _ => {
+                let _ = black_box(io::stdout().write(b""));
+            }
+        }
+    }
+}
+
+/// Asks for `bytes` random bytes in a single `random_get`.
+fn random_big(bytes: u64) {
+    let Ok(n) = usize::try_from(bytes) else {
+        fail(2, "bytes does not fit in memory")
+    };
+    let mut buf = vec![0u8; n];
+    match getrandom::fill(&mut buf) {
+        Ok(()) => {
+            let nonzero = buf.iter().filter(|&&b| b != 0).count();
+            emit(&json!({ "len": n, "nonzero": nonzero }));
+        }
+        Err(e) => emit(&json!({ "len": n, "error": e.to_string() })),
+    }
+}
+
+/// For each path: what reading it gives, and, when `content` is set, what writing it gives.
+fn paths(input: &Value) {
+    let content = input.get("content").and_then(Value::as_str);
+    let mut results = Vec::new();
+    for path in input
+        .get("paths")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        let read = match std::fs::read(path) {
+            Ok(bytes) => format!("ok: {}", String::from_utf8_lossy(&bytes)),
+            Err(e) => format!("err: {e}"),
+        };
+        let write = content.map(|content| match std::fs::write(path, content) {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => format!("err: {e}"),
+        });
+        results.push(json!({ "path": path, "read": read, "write": write }));
+    }
+    emit(&json!({ "results": results }));
+}
+
+/// Raw WASI calls with arguments no well-behaved libc would pass. Each must come back as an
+/// errno (or a clean trap of the guest), never as a host crash or an out-of-bounds host access.
+#[cfg(target_os = "wasi")]
+#[allow(unsafe_code, reason = "raw WASI imports are the point of this op")]
+mod raw {
+    #[link(wasm_import_module = "wasi_snapshot_preview1")]
+    unsafe extern "C" {
+        pub(super) fn clock_time_get(id: u32, precision: u64, out: *mut u64) -> u16;
+        pub(super) fn clock_res_get(id: u32, out: *mut u64) -> u16;
+        pub(super) fn random_get(buf: *mut u8, len: usize) -> u16;
+        pub(super) fn poll_oneoff(subs: *const u8, events: *mut u8, n: u32, out: *mut u32) -> u16;
+        pub(super) fn fd_write(fd: u32, iovs: *const u8, n: u32, out: *mut u32) -> u16;
+        pub(super) fn fd_read(fd: u32, iovs: *const u8, n: u32, out: *mut u32) -> u16;
+        pub(super) fn path_open(
+            fd: u32,
+            dirflags: u32,
+            path: *const u8,
+            path_len: usize,
+            oflags: u16,
+            base: u64,
+            inheriting: u64,
+            fdflags: u16,
+            out: *mut u32,
+        ) -> u16;
+        pub(super) fn fd_close(fd: u32) -> u16;
+        pub(super) fn args_get(argv: *mut *mut u8, buf: *mut u8) -> u16;
+    }
+
+    /// An address far past the end of any memory this probe will have.
+    pub(super) const WILD: usize = 0xFFFF_FFF0;
+
+    pub(super) fn wild<T>() -> *mut T {
+        WILD as *mut T
+    }
+
+    /// Runs every abusive call and returns `(name, errno)` pairs.
+    pub(super) fn calls() -> Vec<(&'static str, u16)> {
+        let mut out = 0u64;
+        let mut n = 0u32;
+        let iov = [0u8; 8];
+        let sub = [0xFFu8; 48];
+        let mut events = [0u8; 32];
+        // SAFETY: every pointer is either to a live local or deliberately wild; the host must
+        // check bounds and never write through a wild pointer into this module's memory.
+        unsafe {
+            vec![
+                ("clock_time_get bad id", clock_time_get(99, 0, &mut out)),
+                (
+                    "clock_time_get max id",
+                    clock_time_get(u32::MAX, 0, &mut out),
+                ),
+                ("clock_time_get wild out", clock_time_get(0, 0, wild())),
+                ("clock_res_get bad id", clock_res_get(42, &mut out)),
+                ("clock_res_get wild out", clock_res_get(1, wild())),
+                ("random_get wild buf", random_get(wild(), 64)),
+                (
+                    "random_get huge len",
+                    random_get(events.as_mut_ptr(), usize::MAX),
+                ),
+                (
+                    "poll_oneoff zero",
+                    poll_oneoff(sub.as_ptr(), events.as_mut_ptr(), 0, &mut n),
+                ),
+                (
+                    "poll_oneoff bad tag",
+                    poll_oneoff(sub.as_ptr(), events.as_mut_ptr(), 1, &mut n),
+                ),
+                (
+                    "poll_oneoff huge n",
+                    poll_oneoff(sub.as_ptr(), events.as_mut_ptr(), u32::MAX, &mut n),
+                ),
+                (
+                    "poll_oneoff wild subs",
+                    poll_oneoff(wild(), events.as_mut_ptr(), 1, &mut n),
+                ),
+                (
+                    "fd_write huge iovs",
+                    fd_write(1, iov.as_ptr(), u32::MAX, &mut n),
+                ),
+                ("fd_write wild iovs", fd_write(1, wild(), 4, &mut n)),
+                ("fd_read wild iovs", fd_read(0, wild(), 4, &mut n)),
+                ("fd_write bad fd", fd_write(9999, iov.as_ptr(), 1, &mut n)),
+                (
+                    "path_open wild path",
+                    path_open(3, 0, wild(), 16, 0, u64::MAX, u64::MAX, 0, &mut n),
+                ),
+                (
+                    "path_open huge path",
+                    path_open(3, 0, sub.as_ptr(), usize::MAX, 0, 0, 0, 0, &mut n),
+                ),
+                ("fd_close stdin", fd_close(0)),
+                ("fd_close bad fd", fd_close(u32::MAX)),
+                ("args_get wild", args_get(wild(), wild())),
+            ]
+        }
+    }
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn abi_abuse() {
+    fail(
+        2,
+        "abi_abuse makes raw WASI calls: build the probe for wasm32-wasip1",
+    )
+}
+
+#[cfg(target_os = "wasi")]
+fn abi_abuse() {
+    let results: Map<String, Value> = raw::calls()
+        .into_iter()
+        .map(|(name, errno)| (name.to_owned(), json!(errno)))
+        .collect();
+    emit(&json!({ "errno": results }));
 }
