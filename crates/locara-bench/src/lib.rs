@@ -1,4 +1,5 @@
-//! Locara's latency benchmark: what one tool call costs end to end, next to what it could cost.
+//! Locara's benchmarks: what one tool call costs end to end, next to what it could cost, and
+//! how the runtime holds up under sustained load.
 //!
 //! The benchmark itself is `benches/pipeline.rs`. Run it, in release, with:
 //!
@@ -18,15 +19,31 @@
 //! `benches/stages.rs` (`--bench stages`) breaks a call down: the same call at each depth of the
 //! stack, the pieces around the wasm run alone, and raw-Wasmtime variants one setting at a time.
 //!
-//! This library holds what the benchmark needs besides Locara: percentiles, the output check
-//! (so that a failing call is never what gets measured), the table, and, with the `floor`
-//! feature, the raw embedder. Unlike every runtime crate but `locara-sandbox`, it names
-//! `wasmtime`, on purpose: the floor is what an embedder gets without Locara. No `wasmtime` type
-//! appears in its API.
+//! `benches/load.rs` is the load and soak driver, a report rather than a timed test:
+//!
+//! ```text
+//! cargo bench -p locara-bench --bench load
+//! ```
+//!
+//! It makes 100,000 calls (`LOCARA_LOAD_CALLS=n` for another count) of a fixed mix of tools
+//! through one `Locara` on Wasmtime, two in flight at a time, with calls that fail on purpose
+//! (invalid input, invalid output, a panic, a non-zero exit) among them, and checks every
+//! result. It prints calls/s, p50/p99/max latency overall and per call, and the process
+//! (RSS, peak RSS, open fds, threads, per-call temp dirs) after the warm-up and after each
+//! tenth of the run. It fails when a result is wrong, when fds grow after the warm-up, when a
+//! temp dir is left behind, or when RSS grows by more than 50% after the warm-up (the target
+//! is under 10%, and is reported). Under `cargo test` it makes 60 calls.
+//!
+//! This library holds what the benchmarks need besides Locara: percentiles, the output check
+//! (so that a failing call is never what gets measured), the tables, the `/proc` sampling of
+//! the load driver, and, with the `floor` feature, the raw embedder. Unlike every runtime crate
+//! but `locara-sandbox`, it names `wasmtime`, on purpose: the floor is what an embedder gets
+//! without Locara. No `wasmtime` type appears in its API.
 
 mod check;
 #[cfg(feature = "floor")]
 mod floor;
+mod process;
 mod report;
 
 #[cfg(test)]
@@ -46,5 +63,6 @@ pub const TOOL: &str = "text.chunk";
 pub use crate::floor::{FloorConfig, RawFloor};
 pub use crate::{
     check::check_chunks,
-    report::{Ratio, Row, Summary, Target, render},
+    process::{ProcessSample, percent, render_samples, status_field},
+    report::{Ratio, Row, Summary, Target, render, render_latencies},
 };

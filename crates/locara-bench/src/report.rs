@@ -1,8 +1,8 @@
-//! Percentiles over per-call samples, and the table the benchmark prints.
+//! Percentiles over per-call samples, and the tables the benchmarks print.
 
 use std::{fmt::Write as _, time::Duration};
 
-/// The p50, p99 and mean of a set of per-call latencies.
+/// The p50, p99, maximum and mean of a set of per-call latencies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Summary {
     /// How many calls.
@@ -11,6 +11,8 @@ pub struct Summary {
     pub p50: Duration,
     /// The 99th percentile.
     pub p99: Duration,
+    /// The slowest.
+    pub max: Duration,
     /// The mean.
     pub mean: Duration,
 }
@@ -29,6 +31,7 @@ impl Summary {
             calls: sorted.len(),
             p50: percentile(&sorted, 50),
             p99: percentile(&sorted, 99),
+            max: sorted[sorted.len() - 1],
             mean: total / u32::try_from(sorted.len()).unwrap_or(u32::MAX),
         }
     }
@@ -131,6 +134,36 @@ pub fn render(rows: &[Row], ratios: &[Ratio]) -> String {
             _ => String::new(),
         };
         let _ = writeln!(out, "{} = {:.2}×{verdict}", ratio.name, ratio.value);
+    }
+    out
+}
+
+/// The load driver's latency table: calls, p50, p99, maximum and mean in microseconds per row.
+pub fn render_latencies(rows: &[Row]) -> String {
+    let width = rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>7}  {:>9}  {:>9}  {:>9}  {:>9}",
+        "call", "calls", "p50 µs", "p99 µs", "max µs", "mean µs"
+    );
+    for row in rows {
+        let s = &row.summary;
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>7}  {:>9}  {:>9}  {:>9}  {:>9}",
+            row.name,
+            s.calls,
+            micros(s.p50),
+            micros(s.p99),
+            micros(s.max),
+            micros(s.mean)
+        );
     }
     out
 }

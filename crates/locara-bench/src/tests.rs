@@ -1,11 +1,14 @@
-//! Tests of the percentiles, the table and the output check.
+//! Tests of the percentiles, the tables, the output check and the `/proc` parsing.
 
 use std::time::Duration;
 
 use expect_test::{Expect, expect};
 use serde_json::json;
 
-use crate::{Ratio, Row, Summary, Target, check_chunks, render};
+use crate::{
+    ProcessSample, Ratio, Row, Summary, Target, check_chunks, percent, render, render_latencies,
+    render_samples, status_field,
+};
 
 fn us(micros: &[u64]) -> Vec<Duration> {
     micros.iter().map(|&m| Duration::from_micros(m)).collect()
@@ -14,20 +17,29 @@ fn us(micros: &[u64]) -> Vec<Duration> {
 fn check_summary(micros: &[u64], expect: Expect) {
     let s = Summary::of(&us(micros));
     expect.assert_eq(&format!(
-        "calls {} p50 {:?} p99 {:?} mean {:?}",
-        s.calls, s.p50, s.p99, s.mean
+        "calls {} p50 {:?} p99 {:?} max {:?} mean {:?}",
+        s.calls, s.p50, s.p99, s.max, s.mean
     ));
 }
 
 #[test]
 fn summary() {
-    check_summary(&[7], expect!["calls 1 p50 7µs p99 7µs mean 7µs"]);
-    check_summary(&[4, 1, 3, 2], expect!["calls 4 p50 2µs p99 4µs mean 2.5µs"]);
+    check_summary(&[7], expect!["calls 1 p50 7µs p99 7µs max 7µs mean 7µs"]);
+    check_summary(
+        &[4, 1, 3, 2],
+        expect!["calls 4 p50 2µs p99 4µs max 4µs mean 2.5µs"],
+    );
     let hundred: Vec<u64> = (1..=100).rev().collect();
-    check_summary(&hundred, expect!["calls 100 p50 50µs p99 99µs mean 50.5µs"]);
+    check_summary(
+        &hundred,
+        expect!["calls 100 p50 50µs p99 99µs max 100µs mean 50.5µs"],
+    );
     let mut skewed = vec![10; 199];
     skewed.push(1000);
-    check_summary(&skewed, expect!["calls 200 p50 10µs p99 10µs mean 14.95µs"]);
+    check_summary(
+        &skewed,
+        expect!["calls 200 p50 10µs p99 10µs max 1ms mean 14.95µs"],
+    );
 }
 
 #[test]
@@ -90,4 +102,66 @@ fn output_check() {
         expect![[r#"the chunks join to "ab ", not to the input"#]],
     );
     check_output(json!({"error": "nope"}), expect!["no `chunks` array"]);
+}
+
+#[test]
+fn latency_table() {
+    let rows = [
+        Row {
+            name: "all".to_owned(),
+            summary: Summary::of(&us(&[100, 120, 4000])),
+        },
+        Row {
+            name: "text.chunk".to_owned(),
+            summary: Summary::of(&us(&[90])),
+        },
+    ];
+    expect![[r#"
+        call          calls     p50 µs     p99 µs     max µs    mean µs
+        all               3      120.0     4000.0     4000.0     1406.7
+        text.chunk        1       90.0       90.0       90.0       90.0
+    "#]]
+    .assert_eq(&render_latencies(&rows));
+}
+
+#[test]
+fn proc_status_fields() {
+    let status = "Name:\tload\nVmHWM:\t   87452 kB\nVmRSS:\t   80796 kB\nThreads:\t11\n";
+    let fields = ["VmRSS", "VmHWM", "Threads", "VmSwap", "Name", "Vm"]
+        .map(|name| format!("{name} {:?}", status_field(status, name)));
+    expect![[
+        r#"VmRSS Some(80796), VmHWM Some(87452), Threads Some(11), VmSwap None, Name None, Vm None"#
+    ]]
+    .assert_eq(&fields.join(", "));
+    expect!["12.5 -50.0 0.0"].assert_eq(&format!(
+        "{:.1} {:.1} {:.1}",
+        percent(10.0, 80.0),
+        percent(-40.0, 80.0),
+        percent(5.0, 0.0)
+    ));
+}
+
+#[test]
+fn sample_table() {
+    let sample = |calls, rss_kib, fds| ProcessSample {
+        calls,
+        rss_kib,
+        anon_kib: rss_kib - 4000,
+        peak_rss_kib: 90_000,
+        fds,
+        threads: 11,
+        temp_dirs: 0,
+    };
+    let samples = [
+        ("start".to_owned(), sample(0, 13_000, 5)),
+        ("warm-up".to_owned(), sample(5000, 80_000, 11)),
+        ("100%".to_owned(), sample(100_000, 81_000, 11)),
+    ];
+    expect![[r#"
+        point      calls   RSS MiB   anon MiB   peak MiB   fds  threads  temp dirs
+        start          0      12.7        8.8       87.9     5       11          0
+        warm-up     5000      78.1       74.2       87.9    11       11          0
+        100%      100000      79.1       75.2       87.9    11       11          0
+    "#]]
+    .assert_eq(&render_samples(&samples));
 }

@@ -1,6 +1,6 @@
 //! Assembles the layers, top-down in request order.
 
-use tower::{ServiceBuilder, util::BoxCloneService};
+use tower::{ServiceBuilder, util::BoxCloneSyncService};
 
 use crate::{
     CapOutputLayer, CheckCapabilitiesLayer, ExecConfig, ExecError, Execute, ResolveLayer, ToolCall,
@@ -8,7 +8,7 @@ use crate::{
 };
 
 /// The assembled pipeline: a cloneable `tower::Service<ToolCall>`.
-pub type Pipeline = BoxCloneService<ToolCall, ToolResult, ExecError>;
+pub type Pipeline = BoxCloneSyncService<ToolCall, ToolResult, ExecError>;
 
 /// Builds the pipeline from `config`.
 ///
@@ -23,5 +23,5 @@ pub fn pipeline(config: &ExecConfig) -> Pipeline {
         .layer(ValidateOutputLayer::new())
         .layer(CapOutputLayer::new(config.output_cap_bytes))
         .service(Execute::new(config.sandbox.clone(), config.max_limits));
-    BoxCloneService::new(stack)
+    BoxCloneSyncService::new(stack)
 }
