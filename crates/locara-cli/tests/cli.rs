@@ -472,7 +472,7 @@ fn invalid_arguments_exit_2_with_the_json_pointer() {
     let run = cli.expect(2, &["run", "no.such.tool"]);
     assert!(
         run.stderr
-            .starts_with("error[registry]: tool `no.such.tool` is not in the registry"),
+            .starts_with("error[not_found]: tool `no.such.tool` is not in the registry"),
         "{}",
         run.stderr
     );
@@ -920,7 +920,7 @@ fn an_app_manifest_decides_the_catalog_and_the_grants() {
     let run = cli.expect(2, &["run", "filesystem.list", "--arg", "path=."]);
     assert!(
         run.stderr
-            .starts_with("error[registry]: tool `filesystem.list` is not in the registry"),
+            .starts_with("error[not_found]: tool `filesystem.list` is not in the registry"),
         "{}",
         run.stderr
     );

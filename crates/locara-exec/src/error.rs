@@ -83,7 +83,8 @@ pub enum ExecError {
     /// The sandbox could not compile or start the module.
     #[error(transparent)]
     Sandbox(#[from] locara_sandbox::Error),
-    /// A blocking task failed to complete (the runtime is shutting down).
+    /// The call was cancelled (its future was dropped), or the blocking task that ran it could
+    /// not complete (the runtime is shutting down).
     #[error("the call was cancelled: {0}")]
     Cancelled(String),
 }
@@ -93,7 +94,7 @@ impl ExecError {
     pub fn code(&self) -> &'static str {
         match self {
             ExecError::InvalidToolRef { .. } => "invalid_tool_ref",
-            ExecError::Registry(_) => "registry",
+            ExecError::Registry(error) => registry_code(error),
             ExecError::CapabilityDenied { .. } => "capability_denied",
             ExecError::InvalidInput { .. } => "invalid_input",
             ExecError::InvalidSchema { .. } => "invalid_schema",
@@ -108,9 +109,7 @@ impl ExecError {
             ExecError::InvalidToolRef { .. } => {
                 "name a tool as `id` or `id@version`, e.g. `text.chunk@0.1.0`; search the catalog for ids".to_owned()
             }
-            ExecError::Registry(_) => {
-                "check the tool id with a catalog search; if the tool was modified, rebuild or reinstall it".to_owned()
-            }
+            ExecError::Registry(error) => registry_hint(error).to_owned(),
             ExecError::CapabilityDenied { .. } => {
                 "grant the capability in the app manifest (locara.json), or call a tool that does not need it"
                     .to_owned()
@@ -127,5 +126,37 @@ impl ExecError {
             ExecError::Sandbox(_) => "the tool's module could not be started; try the other engine or rebuild it".to_owned(),
             ExecError::Cancelled(_) => "call again".to_owned(),
         }
+    }
+}
+
+/// The code of a registry refusal: what an agent or a host branches on.
+fn registry_code(error: &locara_registry::Error) -> &'static str {
+    use locara_registry::Error as E;
+    match error {
+        E::ToolNotFound { .. } => "not_found",
+        E::HashMismatch { .. } | E::SizeMismatch { .. } => "artifact_tampered",
+        E::Unsigned { .. }
+        | E::UnknownKey { .. }
+        | E::BadSignature { .. }
+        | E::KeyIdMismatch { .. }
+        | E::IdentityMismatch { .. } => "untrusted",
+        E::Rollback { .. } | E::LockMismatch { .. } => "lock_mismatch",
+        _ => "registry",
+    }
+}
+
+fn registry_hint(error: &locara_registry::Error) -> &'static str {
+    match registry_code(error) {
+        "not_found" => "search the catalog for the tool's id, or list the tools",
+        "artifact_tampered" => {
+            "the tool's files changed after they were signed: do not run it; rebuild it (`cargo xtask build-tools`) or reinstall it from its publisher"
+        }
+        "untrusted" => {
+            "the tool is not signed by a trusted key: add its publisher's key to the trust store only if you trust them, or reinstall it"
+        }
+        "lock_mismatch" => {
+            "the lockfile pins another version or build: install that one, or update the lockfile deliberately (`locara publish` re-pins)"
+        }
+        _ => "check the registry directory and the tool's files",
     }
 }

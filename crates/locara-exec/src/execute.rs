@@ -8,7 +8,9 @@ use std::{
 
 use locara_manifest::{EffectiveLimits, ToolManifest};
 use locara_registry::Digest;
-use locara_sandbox::{Capabilities, Compiled, LimitKind, Limits, RunOutcome, RunStatus, Sandbox};
+use locara_sandbox::{
+    CancelToken, Capabilities, Compiled, LimitKind, Limits, RunOutcome, RunStatus, Sandbox,
+};
 use serde_json::Value;
 use tower::Service;
 
@@ -58,7 +60,7 @@ impl Execute {
         Ok(compiled)
     }
 
-    fn run(&self, call: &ResolvedCall) -> Result<ToolResult, ExecError> {
+    fn run(&self, call: &ResolvedCall, cancel: &CancelToken) -> Result<ToolResult, ExecError> {
         let manifest = call.artifact.manifest();
         let compiled = self.compiled(call)?;
         let limits = effective_limits(&manifest.limits(), &self.max_limits);
@@ -75,7 +77,14 @@ impl Execute {
         }
         let input =
             serde_json::to_vec(&call.arguments).map_err(|e| ExecError::Cancelled(e.to_string()))?;
-        let outcome = compiled.run(&input, &sandbox_limits, &caps)?;
+        let outcome = compiled.run_cancellable(&input, &sandbox_limits, &caps, cancel)?;
+        if outcome.status == RunStatus::Cancelled {
+            return Err(ExecError::Cancelled(format!(
+                "{} was stopped after {} ms",
+                manifest.tool_ref(),
+                outcome.elapsed.as_millis()
+            )));
+        }
         let engine = self
             .sandbox
             .kind()
@@ -96,11 +105,27 @@ impl Service<ResolvedCall> for Execute {
 
     fn call(&mut self, call: ResolvedCall) -> CallFuture {
         let this = self.clone();
+        let cancel = CancelToken::new();
+        // Dropping the future (a timeout, `select!`, an aborted task, a client that went away)
+        // stops the call in the sandbox, which then removes its temp dir as after any end.
+        let guard = CancelOnDrop(cancel.clone());
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || this.run(&call))
+            let _guard = guard;
+            tokio::task::spawn_blocking(move || this.run(&call, &cancel))
                 .await
                 .map_err(|e| ExecError::Cancelled(e.to_string()))?
         })
+    }
+}
+
+/// Cancels its token when dropped: held by a call's future, it turns dropping the future into
+/// stopping the call. Cancelling a call that already ended does nothing.
+#[derive(Debug)]
+struct CancelOnDrop(CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 

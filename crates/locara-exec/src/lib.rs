@@ -22,6 +22,7 @@ mod call;
 mod cap_output;
 mod check_capabilities;
 mod config;
+pub mod depth;
 mod error;
 mod execute;
 mod pipeline;

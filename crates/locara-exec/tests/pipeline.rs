@@ -378,3 +378,134 @@ both!(
         );
     }
 );
+
+// Hostile tools and hostile callers (issue 5): each ends in a structured error and the next
+// call on the same pipeline works.
+
+/// `depth` levels of `[[…]]`, built without the recursion `json!` would use.
+fn nested(depth: usize) -> Value {
+    let mut value = json!(0);
+    for _ in 0..depth {
+        value = Value::Array(vec![value]);
+    }
+    value
+}
+
+both!(
+    deeply_nested_arguments_are_refused_without_recursing,
+    |kind| {
+        let dir = tempfile::tempdir().unwrap();
+        let pipeline = build(kind, granted(dir.path()), 1 << 20);
+        let arguments = json!({"op": "echo", "deep": null});
+        let mut arguments = arguments;
+        // A million levels: serializing, validating or dropping it recursively would overflow.
+        arguments["deep"] = nested(1_000_000);
+        let error = pipeline
+            .clone()
+            .oneshot(probe_call(arguments, dir.path()))
+            .await
+            .unwrap_err();
+        let ExecError::InvalidInput { violations, .. } = &error else {
+            panic!("{error}")
+        };
+        assert_eq!(violations[0].constraint, "max_depth");
+        assert!(
+            violations[0].pointer.starts_with("/deep/0/0/"),
+            "{violations:?}"
+        );
+        // 128 levels are fine.
+        let ok = pipeline
+            .oneshot(probe_call(
+                json!({"op": "echo", "deep": nested(120)}),
+                dir.path(),
+            ))
+            .await
+            .unwrap();
+        assert!(ok.output.is_some(), "{:?}", ok.failure);
+    }
+);
+
+both!(output_that_is_not_utf8_is_a_tool_failure, |kind| {
+    let dir = tempfile::tempdir().unwrap();
+    let result = call(
+        kind,
+        granted(dir.path()),
+        probe_call(
+            json!({"op": "bytes", "hex": "7b226563686f223aff7d"}),
+            dir.path(),
+        ),
+    )
+    .await
+    .unwrap();
+    let failure = result.failure.expect("invalid output");
+    assert_eq!(failure.kind, FailureKind::InvalidOutput);
+    assert!(failure.message.contains("not JSON"), "{}", failure.message);
+});
+
+both!(output_nested_too_deep_is_a_tool_failure, |kind| {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let result = call(
+        kind,
+        granted(dir.path()),
+        probe_call(json!({"op": "raw", "text": text}), dir.path()),
+    )
+    .await
+    .unwrap();
+    let failure = result.failure.expect("invalid output");
+    assert_eq!(failure.kind, FailureKind::InvalidOutput);
+    assert!(
+        failure.message.contains("recursion limit"),
+        "{}",
+        failure.message
+    );
+});
+
+both!(dropping_the_call_future_cancels_the_call, |kind| {
+    let dir = tempfile::tempdir().unwrap();
+    let temp_root = tempfile::tempdir().unwrap();
+    let mut sandbox_config = SandboxConfig::new(kind);
+    sandbox_config.temp_root(temp_root.path());
+    let sandbox = Sandbox::new(&sandbox_config).unwrap();
+    let config = ExecConfig::new(Arc::new(home().registry()), sandbox, granted(dir.path()));
+    let pipeline = pipeline(&config);
+    // Compile first, so that the timeout below only covers the run.
+    let warm = pipeline
+        .clone()
+        .oneshot(probe_call(json!({"op": "echo"}), dir.path()))
+        .await
+        .unwrap();
+    assert!(warm.output.is_some());
+    // Opens two files in /tmp, then sleeps past the manifest's 2 s deadline.
+    let sleeper = probe_call(
+        json!({"op": "hold_fds", "count": 2, "ms": 60_000}),
+        dir.path(),
+    );
+    let count = || std::fs::read_dir(temp_root.path()).unwrap().count();
+    let mut running = Box::pin(pipeline.clone().oneshot(sleeper));
+    // Wait until the guest has made its temp dir, then drop the call's future.
+    let started = std::time::Instant::now();
+    while count() == 0 {
+        tokio::select! {
+            result = &mut running => panic!("the call finished: {result:?}"),
+            () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
+        }
+        assert!(started.elapsed() < std::time::Duration::from_millis(1500));
+    }
+    drop(running);
+    // The call stops within a tick or a slice, long before its 2 s deadline; its temp dir goes
+    // with it.
+    let dropped = std::time::Instant::now();
+    while count() > 0 {
+        assert!(
+            dropped.elapsed() < std::time::Duration::from_secs(1),
+            "the cancelled call still runs"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let next = pipeline
+        .oneshot(probe_call(json!({"op": "echo"}), dir.path()))
+        .await
+        .unwrap();
+    assert!(next.output.is_some());
+});

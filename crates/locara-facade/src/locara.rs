@@ -2,7 +2,7 @@
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
-use locara_exec::{ExecConfig, Pipeline, Resolver, ToolCall, ToolResult};
+use locara_exec::{ExecConfig, Pipeline, Resolver, ToolCall, ToolResult, depth};
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
 use locara_registry::{Registry, RegistryConfig, TrustStore, VerifiedArtifact};
 use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
@@ -147,7 +147,8 @@ impl Resolver for AppResolver {
 
 /// The one entry point for hosts and agents: search, describe, run and chain tools.
 ///
-/// Cheap to share behind an `Arc`; calls may run concurrently.
+/// `Send + Sync`: share one behind an `Arc` (or by reference across scoped threads); calls may
+/// run concurrently. Dropping the future of [`run`](Locara::run) cancels the call.
 #[derive(Debug)]
 pub struct Locara {
     pipeline: Pipeline,
@@ -376,6 +377,39 @@ impl Locara {
     /// Runs a chain of calls in order, binding `{"$ref": "steps.N.output…"}` arguments to
     /// earlier outputs. Stops at the first step that fails or cannot run.
     pub async fn run_chain(&self, chain: ChainRequest) -> ChainResponse {
+        // Binding recurses into the arguments: refuse, before anything else, nesting so deep
+        // that it would overflow the stack (see `locara_exec::depth`).
+        let too_deep = chain.steps.iter().enumerate().find_map(|(index, step)| {
+            let pointer = depth::too_deep(&step.arguments, depth::MAX_JSON_DEPTH)?;
+            Some((index, step.tool.clone(), pointer))
+        });
+        if let Some((index, tool, pointer)) = too_deep {
+            for step in chain.steps {
+                depth::drop_deep(step.arguments);
+            }
+            let message = format!(
+                "arrays and objects are nested more than {} levels deep",
+                depth::MAX_JSON_DEPTH
+            );
+            let mut report = Error::new(
+                "invalid_input",
+                format!("step {index} ({tool}): {message} (at {pointer})"),
+                "send flatter arguments",
+            )
+            .report()
+            .clone();
+            report.violations = vec![ViolationReport {
+                pointer,
+                constraint: "max_depth".to_owned(),
+                message,
+            }];
+            return ChainResponse {
+                ok: false,
+                steps: Vec::new(),
+                failed_step: Some(index),
+                error: Some(report),
+            };
+        }
         let mut outputs = Vec::new();
         let mut steps = Vec::new();
         for (index, step) in chain.steps.into_iter().enumerate() {
@@ -520,3 +554,9 @@ fn response(result: ToolResult) -> RunResponse {
         },
     }
 }
+
+/// `Locara` is shared between threads by hosts, and `run`'s future is spawned on runtimes.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Locara>();
+};

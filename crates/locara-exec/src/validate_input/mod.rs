@@ -7,10 +7,18 @@ use std::task::{Context, Poll};
 use tower::Service;
 
 pub use self::layer::ValidateInputLayer;
-use crate::{CallFuture, ExecError, ResolvedCall, ToolResult, schema::SchemaCache};
+use crate::{
+    CallFuture, ExecError, ResolvedCall, SchemaViolation, ToolResult,
+    depth::{MAX_JSON_DEPTH, drop_deep, too_deep},
+    schema::SchemaCache,
+};
 
 /// Refuses a [`ResolvedCall`] whose arguments break the tool's input schema, with
 /// [`ExecError::InvalidInput`] listing every violation's JSON pointer and constraint.
+///
+/// Arguments nested deeper than [`MAX_JSON_DEPTH`] are refused first,
+/// without recursing into them, so that no later step (validation, serialization) can overflow
+/// the stack.
 #[derive(Debug, Clone)]
 pub struct ValidateInput<S> {
     inner: S,
@@ -50,7 +58,21 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, call: ResolvedCall) -> CallFuture {
+    fn call(&mut self, mut call: ResolvedCall) -> CallFuture {
+        if let Some(pointer) = too_deep(&call.arguments, MAX_JSON_DEPTH) {
+            drop_deep(std::mem::take(&mut call.arguments));
+            let error = ExecError::InvalidInput {
+                tool: call.artifact.manifest().tool_ref().to_string(),
+                violations: vec![SchemaViolation {
+                    pointer,
+                    constraint: "max_depth".to_owned(),
+                    message: format!(
+                        "arrays and objects are nested more than {MAX_JSON_DEPTH} levels deep"
+                    ),
+                }],
+            };
+            return Box::pin(async move { Err(error) });
+        }
         let checked = self
             .schemas
             .get(&call.artifact, "input_schema")
