@@ -512,10 +512,7 @@ backend_test!(ten_thousand_files_in_the_temp_dir_are_all_removed, |kind| {
         )
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Exited(0), "{outcome:?}");
-    assert_eq!(
-        stdout_json(&outcome),
-        json!({"created": 10000, "error": null})
-    );
+    assert_eq!(stdout_json(&outcome), json!({"created": 10000}));
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
     assert_next_call_works(&module);
 });
@@ -634,6 +631,61 @@ backend_test!(bad_pointers_ids_and_counts_are_errnos, |kind| {
         assert_eq!(errno[name], json!(want), "{name}: {errno}");
     }
     assert_next_call_works(probe(kind));
+});
+
+/// A tmpfs of `bytes` mounted on a fresh dir, unmounted on drop: a disk that fills up.
+/// `None` where this process may not mount (not root): the test then says it was skipped.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(bytes: u64) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "locara-test"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .ok()?;
+        status.success().then_some(SmallDisk { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+backend_test!(a_full_disk_for_the_temp_dir_is_a_clear_error, |kind| {
+    let Some(disk) = SmallDisk::mount(256 << 10) else {
+        eprintln!("skipped: mounting a tmpfs needs root (CI runs this as root)");
+        return;
+    };
+    let module = isolated(kind, disk.dir.path());
+    let fill = br#"{"op": "files", "count": 10000, "bytes": 4096}"#;
+    let outcome = module
+        .run(fill, &Limits::default(), &Capabilities::new())
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Exited(1), "{outcome:?}");
+    let message = String::from_utf8_lossy(&outcome.stderr);
+    assert!(
+        message.starts_with("cannot write /tmp/many/f") && message.contains("No space left"),
+        "{message}"
+    );
+    // The call's files went with it: the disk is empty again and the next call can use it.
+    assert_eq!(std::fs::read_dir(disk.dir.path()).unwrap().count(), 0);
+    let outcome = module
+        .run(
+            br#"{"op": "files", "count": 10, "bytes": 4096}"#,
+            &Limits::default(),
+            &Capabilities::new(),
+        )
+        .unwrap();
+    assert_eq!(stdout_json(&outcome), json!({"created": 10}));
 });
 
 /// A module whose start function never returns: it runs during instantiation, before `_start`.
