@@ -71,6 +71,12 @@ impl WasmiBackend {
     pub(crate) fn new(config: &SandboxConfig) -> Result<WasmiBackend, Error> {
         let mut wc = Config::default();
         wc.consume_fuel(true);
+        // Eager: wasmi's default compiles each function on its first call and charges the call
+        // fuel for it; when a fuel slice ran out in the middle of that, the error was not
+        // resumable and the call ended as out of fuel with most of its budget left. Compiling
+        // up front (once per module per process) also makes a call's fuel independent of
+        // which calls came before it.
+        wc.compilation_mode(wasmi::CompilationMode::Eager);
         Ok(WasmiBackend {
             engine: Engine::new(&wc),
             temp_root: config.temp_root.clone().unwrap_or_else(std::env::temp_dir),

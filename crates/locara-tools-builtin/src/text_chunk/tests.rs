@@ -1,5 +1,8 @@
-//! Tests for `text.chunk`, including the concatenation and size invariants.
+//! Tests for `text.chunk`, including the concatenation and size invariants, checked on
+//! examples and as properties (proptest) of generated texts.
 
+use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
 use serde_json::{Value, json};
 
 fn chunk(input: Value) -> Value {
@@ -46,6 +49,28 @@ fn check_invariants(text: &str, max_chars: usize, overlap: usize) -> Value {
             "chunk {i} overlaps by more than {overlap}"
         );
         assert!(end > covered, "chunk {i} adds nothing");
+        // The repeated text starts at a word when it has a word boundary at all.
+        if chars[start..covered].iter().any(|c| c.is_whitespace()) {
+            assert!(
+                !chars[start].is_whitespace() && (start == 0 || chars[start - 1].is_whitespace()),
+                "the overlap of chunk {i} starts inside a word or on a space: {body:?}"
+            );
+        }
+        // A word is cut only when it is longer than a chunk's own text may be.
+        if i > 0 && !chars[covered - 1].is_whitespace() && !chars[covered].is_whitespace() {
+            let word_start = chars[..covered]
+                .iter()
+                .rposition(|c| c.is_whitespace())
+                .map_or(0, |p| p + 1);
+            let word_end = chars[covered..]
+                .iter()
+                .position(|c| c.is_whitespace())
+                .map_or(chars.len(), |p| covered + p);
+            assert!(
+                word_end - word_start > max_chars - overlap,
+                "chunk {i} starts inside a word that would have fit: {body:?}"
+            );
+        }
         covered = end;
     }
     assert_eq!(covered, chars.len());
@@ -210,4 +235,77 @@ fn overlap_starts_at_a_word_and_skips_whitespace_only_windows() {
         texts(&out),
         ["日本語の", "語の文章です", "です次の文章", "文章です"]
     );
+}
+
+// Properties: for any text and any valid `max_chars`/`overlap`, `check_invariants` holds.
+
+/// Pieces of text that exercise each level of the splitter and each way of counting.
+fn piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        // Words, in ASCII and with multi-byte and combining characters.
+        4 => "[a-zA-Z0-9,;:'-]{1,10}",
+        2 => "[a-zéñüßøλж日本語😀\u{301}\u{308}]{1,8}",
+        // Separators: spaces, tabs, line breaks (LF and CRLF), blank lines, odd whitespace.
+        4 => Just(" ".to_owned()),
+        2 => prop::sample::select(vec![
+            "\n", "\r\n", "\n\n", "\r\n\r\n", "\n\n\n\n\n", " \n \t\n", "\t",
+            "\u{a0}", "\u{2028}", "\u{85}", "\u{3000}", "  ",
+        ])
+        .prop_map(str::to_owned),
+        // Sentence ends, with and without closers.
+        2 => prop::sample::select(vec![".", "!", "?", "…", "。", "！", ".\"", "?)", ". ", "!» "])
+            .prop_map(str::to_owned),
+        // Long runs without whitespace: a word that must be cut inside.
+        1 => ("[a-z😀é]", 20..300usize).prop_map(|(c, n)| c.repeat(n)),
+        // Grapheme clusters of several scalar values: combining marks, skin tones, ZWJ.
+        1 => prop::sample::select(vec!["e\u{301}", "👍🏽", "👨\u{200d}👩\u{200d}👧", "\u{200b}"])
+            .prop_map(str::to_owned),
+        // Anything at all.
+        1 => any::<String>(),
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop::collection::vec(piece(), 0..80).prop_map(|pieces| pieces.concat())
+}
+
+/// `max_chars` over its whole range, mostly small enough to split the text, and an `overlap`
+/// smaller than it: 0 half the time.
+fn limits() -> impl Strategy<Value = (usize, usize)> {
+    prop_oneof![1..=8usize, 1..=64usize, 1..=super::MAX_MAX_CHARS]
+        .prop_flat_map(|max| (Just(max), prop_oneof![Just(0), 0..max]))
+}
+
+/// A fixed seed keeps the run reproducible; `PROPTEST_RNG_SEED` and `PROPTEST_CASES` explore
+/// further.
+fn config(cases: u32) -> ProptestConfig {
+    let mut config = ProptestConfig::default();
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        config.cases = cases;
+    }
+    if config.rng_seed == RngSeed::Random {
+        config.rng_seed = RngSeed::Fixed(0x7e57_c4a2);
+    }
+    config.failure_persistence = None;
+    config
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn chunks_rejoin_respect_the_limit_and_report_their_offsets(
+        text in text(),
+        (max_chars, overlap) in limits(),
+    ) {
+        check_invariants(&text, max_chars, overlap);
+    }
+
+    /// Lengths count chars, not bytes: text of at most `max_chars` chars is never split.
+    #[test]
+    fn text_that_fits_is_one_chunk(text in text(), slack in 0..4usize) {
+        let len = text.chars().count();
+        let out = check_invariants(&text, (len + slack).max(1), 0);
+        prop_assert_eq!(out["count"].as_u64(), Some(u64::from(len > 0)));
+    }
 }
