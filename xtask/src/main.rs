@@ -4,6 +4,9 @@
 //! `wasm32-wasip1`, then hashes, signs and publishes the tools into the local registry of a
 //! Locara home (by default `<repo>/.locara`) with a development key, through
 //! `locara-registry`'s own functions.
+//!
+//! `cargo xtask fuzz [--seconds N] [TARGET...]` builds the cargo-fuzz targets in `fuzz/` and runs
+//! each for a bounded time, as CI does (see `fuzz.rs`).
 
 use std::{
     env,
@@ -14,6 +17,7 @@ use std::{
 
 use anyhow::{Context, Result, bail, format_err};
 
+mod fuzz;
 #[cfg(test)]
 mod tidy;
 use locara_registry::{
@@ -32,6 +36,10 @@ tasks:
   build-tools [--home DIR]   build the built-in tools for wasm32-wasip1 and publish them,
                              signed with a development key, into DIR/registry
                              (default DIR: <repo>/.locara)
+  fuzz [--seconds N] [TARGET...]
+                             build the fuzz targets in fuzz/ (installing cargo-fuzz if
+                             missing) and run each for N seconds (default 60) on a copy of
+                             its committed corpus; fails on any crash
 ";
 
 fn main() -> Result<()> {
@@ -48,6 +56,7 @@ fn main() -> Result<()> {
             };
             build_tools(&home)
         }
+        Some("fuzz") => fuzz::run(&fuzz::parse_args(&args[1..])?),
         Some("help" | "--help" | "-h") | None => {
             eprint!("{USAGE}");
             Ok(())

@@ -33,7 +33,13 @@ mod validate_input;
 mod validate_output;
 
 #[cfg(test)]
+mod fuzz_regressions;
+#[cfg(test)]
 mod tests;
+
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use crate::{
     call::{

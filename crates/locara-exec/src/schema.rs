@@ -46,21 +46,28 @@ impl SchemaCache {
         } else {
             &manifest.output_schema
         };
-        // Default features are off: a schema that `$ref`s a remote URL fails to compile
-        // instead of fetching anything.
-        let validator =
-            jsonschema::validator_for(schema).map_err(|e| ExecError::InvalidSchema {
-                tool: manifest.tool_ref().to_string(),
-                which,
-                message: e.to_string(),
-            })?;
-        let validator = Arc::new(validator);
+        let validator = Arc::new(compile(&manifest.tool_ref().to_string(), which, schema)?);
         self.compiled
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, Arc::clone(&validator));
         Ok(validator)
     }
+}
+
+/// Compiles the `which` schema of `tool`.
+pub(crate) fn compile(
+    tool: &str,
+    which: &'static str,
+    schema: &Value,
+) -> Result<Validator, ExecError> {
+    // Default features are off: a schema that `$ref`s a remote URL fails to compile instead of
+    // fetching anything.
+    jsonschema::validator_for(schema).map_err(|e| ExecError::InvalidSchema {
+        tool: tool.to_owned(),
+        which,
+        message: e.to_string(),
+    })
 }
 
 /// Every way `value` breaks `validator`'s schema (at most [`MAX_VIOLATIONS`]).

@@ -88,6 +88,7 @@ fn lookup(reference: &str, outputs: &[Value]) -> Result<Value, String> {
         };
         current = next.ok_or_else(|| {
             let available = match current {
+                Value::Object(map) if map.is_empty() => "it is an empty object".to_owned(),
                 Value::Object(map) => format!(
                     "its fields are: {}",
                     map.keys().cloned().collect::<Vec<_>>().join(", ")

@@ -31,7 +31,13 @@ mod search;
 mod types;
 
 #[cfg(test)]
+mod fuzz_regressions;
+#[cfg(test)]
 mod tests;
+
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
 pub use locara_sandbox::BackendKind;

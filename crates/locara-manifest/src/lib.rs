@@ -32,6 +32,8 @@ mod tool;
 mod version;
 
 #[cfg(test)]
+mod fuzz_regressions;
+#[cfg(test)]
 mod tests;
 
 pub use crate::{

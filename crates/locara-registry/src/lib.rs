@@ -53,6 +53,8 @@ mod trust;
 mod verified;
 
 #[cfg(test)]
+mod fuzz_regressions;
+#[cfg(test)]
 mod tests;
 
 pub use crate::{
