@@ -481,27 +481,30 @@ backend_test!(stack_overflow_is_a_trap, |kind| {
     assert_next_call_works(probe(kind));
 });
 
-backend_test!(a_fresh_modules_first_call_costs_the_same_fuel_as_the_next, |kind| {
-    // Lazy compilation charged the first call of each function on wasmi, and an out-of-fuel
-    // during it could not be resumed: first calls could fail far below their fuel limit.
-    let wasm = std::fs::read(locara_test_artifacts::PROBE).unwrap();
-    let module = sandbox(kind).compile(&wasm, None).unwrap();
-    let input = json!({"op": "paths", "paths": ["/tmp/a", "/workspace/b", "../c"]});
-    let fuel: Vec<u64> = (0..2)
-        .map(|_| {
-            let outcome = module
-                .run(
-                    input.to_string().as_bytes(),
-                    &Limits::default(),
-                    &Capabilities::new(),
-                )
-                .unwrap();
-            assert_eq!(outcome.status, RunStatus::Exited(0));
-            outcome.fuel_consumed
-        })
-        .collect();
-    assert_eq!(fuel[0], fuel[1]);
-});
+backend_test!(
+    a_fresh_modules_first_call_costs_the_same_fuel_as_the_next,
+    |kind| {
+        // Lazy compilation charged the first call of each function on wasmi, and an out-of-fuel
+        // during it could not be resumed: first calls could fail far below their fuel limit.
+        let wasm = std::fs::read(locara_test_artifacts::PROBE).unwrap();
+        let module = sandbox(kind).compile(&wasm, None).unwrap();
+        let input = json!({"op": "paths", "paths": ["/tmp/a", "/workspace/b", "../c"]});
+        let fuel: Vec<u64> = (0..2)
+            .map(|_| {
+                let outcome = module
+                    .run(
+                        input.to_string().as_bytes(),
+                        &Limits::default(),
+                        &Capabilities::new(),
+                    )
+                    .unwrap();
+                assert_eq!(outcome.status, RunStatus::Exited(0));
+                outcome.fuel_consumed
+            })
+            .collect();
+        assert_eq!(fuel[0], fuel[1]);
+    }
+);
 
 backend_test!(
     huge_single_line_output_up_to_the_limit_is_kept_whole,
