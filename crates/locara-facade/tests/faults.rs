@@ -116,16 +116,6 @@ async fn an_artifact_replaced_on_disk_never_runs_under_the_signed_hash() {
     );
 }
 
-/// The descriptors this process holds that point into `dir`.
-fn fds_into(dir: &Path) -> usize {
-    let dir = dir.canonicalize().unwrap();
-    std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter(|target| target.starts_with(&dir))
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_run_leaves_nothing_behind() {
     let home = TestHome::new();
@@ -156,14 +146,14 @@ async fn a_cancelled_run_leaves_nothing_behind() {
             }
             assert!(started.elapsed() < Duration::from_millis(1500));
         }
-        assert!(fds_into(temp_root.path()) > 0);
+        assert!(locara_test_artifacts::open_fds_under(temp_root.path()) > 0);
         // The host gives up on the call: its future is dropped. (It is `Send`, so a host may
         // equally `tokio::spawn` it and abort the task.)
         fn assert_send<T: Send>(_: &T) {}
         assert_send(&running);
         drop(running);
         let dropped = Instant::now();
-        while count() > 0 || fds_into(temp_root.path()) > 0 {
+        while count() > 0 || locara_test_artifacts::open_fds_under(temp_root.path()) > 0 {
             assert!(
                 dropped.elapsed() < Duration::from_secs(1),
                 "{engine:?}: the cancelled call left its temp dir or descriptors"

@@ -1,6 +1,10 @@
 //! The sandbox conformance suite: every case runs once per engine, against the adversarial
 //! probe guest (`crates/locara-test-guests`), built from source by `locara-test-artifacts`.
 
+mod common;
+
+use common::backend_test;
+
 use std::{
     path::Path,
     sync::OnceLock,
@@ -12,28 +16,6 @@ use locara_sandbox::{
     Limits, RunOutcome, RunStatus, Sandbox, SandboxConfig,
 };
 use serde_json::{Value, json};
-
-/// Runs `$body` once per engine, as `<name>::wasmtime` and `<name>::wasmi`.
-macro_rules! backend_test {
-    ($name:ident, |$kind:ident| $body:block) => {
-        mod $name {
-            #[allow(unused_imports, reason = "not every body uses every import")]
-            use super::*;
-
-            fn case($kind: BackendKind) $body
-
-            #[test]
-            fn wasmtime() {
-                case(BackendKind::Wasmtime)
-            }
-
-            #[test]
-            fn wasmi() {
-                case(BackendKind::Wasmi)
-            }
-        }
-    };
-}
 
 fn sandbox(kind: BackendKind) -> &'static Sandbox {
     static WASMTIME: OnceLock<Sandbox> = OnceLock::new();
@@ -445,17 +427,6 @@ backend_test!(the_next_call_works_after_every_limit, |kind| {
 // Hostile tools: each ends in a structured outcome, the host stays healthy, and the next call on
 // the same compiled module works.
 
-/// The descriptors this process holds that point into `dir`: zero once every call that used
-/// `dir` has ended, whatever other tests run at the same time.
-fn fds_into(dir: &Path) -> usize {
-    let dir = dir.canonicalize().unwrap();
-    std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter(|target| target.starts_with(&dir))
-        .count()
-}
-
 fn assert_next_call_works(module: &Compiled) {
     let outcome = module
         .run(
@@ -560,7 +531,11 @@ backend_test!(fds_held_open_are_closed_when_the_call_is_stopped, |kind| {
         outcome.status,
         RunStatus::LimitExceeded(LimitKind::WallTime)
     );
-    assert_eq!(fds_into(root.path()), 0, "descriptors left open");
+    assert_eq!(
+        locara_test_artifacts::open_fds_under(root.path()),
+        0,
+        "descriptors left open"
+    );
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
     assert_next_call_works(&module);
 });
@@ -808,7 +783,11 @@ backend_test!(cancelling_a_call_stops_it_and_cleans_up, |kind| {
         assert_eq!(outcome.status, RunStatus::Cancelled, "{op}");
         assert!(started.elapsed() < Duration::from_secs(20), "{op}");
         assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "{op}");
-        assert_eq!(fds_into(root.path()), 0, "{op}");
+        assert_eq!(
+            locara_test_artifacts::open_fds_under(root.path()),
+            0,
+            "{op}"
+        );
     }
     assert_next_call_works(&module);
 });

@@ -18,6 +18,10 @@
 //! The generator is seeded: a run is reproducible. `PROPTEST_RNG_SEED=<u64>` and
 //! `PROPTEST_CASES=<n>` explore further.
 
+mod common;
+
+use common::backend_test;
+
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -494,28 +498,6 @@ fn both_engines_resolve_generated_paths_alike() {
 }
 
 // Regressions: the nastiest shapes the generator makes, each with the result it must give.
-
-/// Runs `$body` once per engine, as `<name>::wasmtime` and `<name>::wasmi`.
-macro_rules! backend_test {
-    ($name:ident, |$kind:ident| $body:block) => {
-        mod $name {
-            #[allow(unused_imports, reason = "not every body uses every import")]
-            use super::*;
-
-            fn case($kind: BackendKind) $body
-
-            #[test]
-            fn wasmtime() {
-                case(BackendKind::Wasmtime)
-            }
-
-            #[test]
-            fn wasmi() {
-                case(BackendKind::Wasmi)
-            }
-        }
-    };
-}
 
 const REFUSED: &str = "err: Capabilities insufficient";
 const LOOP: &str = "err: Symbolic link loop";

@@ -94,3 +94,16 @@ impl Default for TestHome {
         TestHome::new()
     }
 }
+
+/// How many descriptors this process holds open on files under `dir`.
+///
+/// Zero once every call that used `dir` (as its temp root, say) has ended, whatever other tests
+/// run at the same time in the process. Reads `/proc/self/fd`, so Linux only.
+pub fn open_fds_under(dir: &Path) -> usize {
+    let dir = dir.canonicalize().expect("the directory exists");
+    std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd is readable")
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(&dir))
+        .count()
+}
