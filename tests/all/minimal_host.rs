@@ -26,6 +26,7 @@ fn resolve_and_run_without_the_pipeline() {
             fuel: limits.fuel,
             output_bytes: limits.output_bytes,
             max_fds: limits.max_fds,
+            temp_bytes: limits.temp_bytes,
         };
         let outcome = compiled
             .run(

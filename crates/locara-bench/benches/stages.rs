@@ -133,6 +133,7 @@ fn main() -> Result<()> {
             fuel: 5_000_000_000,
             output_bytes: 32 << 20,
             max_fds: 8,
+            temp_bytes: 64 << 20,
         },
         rows: Vec::new(),
     };

@@ -126,11 +126,15 @@ fn limits_text(limits: &Value) -> String {
     ) else {
         return limits.to_string();
     };
-    format!(
+    let text = format!(
         "memory {}, wall time {wall} ms, fuel {fuel}, output {}, {fds} file descriptors",
         bytes(memory),
         bytes(out)
-    )
+    );
+    match field("temp_bytes") {
+        Some(temp) => format!("{text}, temp dir {}", bytes(temp)),
+        None => text,
+    }
 }
 
 /// `N MiB` when exact, else `N bytes`.

@@ -70,6 +70,7 @@ impl Execute {
             fuel: limits.fuel,
             output_bytes: limits.output_bytes,
             max_fds: limits.max_fds,
+            temp_bytes: limits.temp_bytes,
         };
         let mut caps = Capabilities::new().program_name(manifest.id.as_str());
         if let Some((dir, perms)) = call.grant.workspace() {
@@ -137,6 +138,7 @@ fn effective_limits(wanted: &EffectiveLimits, max: &EffectiveLimits) -> Effectiv
     limits.fuel = wanted.fuel.min(max.fuel);
     limits.output_bytes = wanted.output_bytes.min(max.output_bytes);
     limits.max_fds = wanted.max_fds.min(max.max_fds);
+    limits.temp_bytes = wanted.temp_bytes.min(max.temp_bytes);
     limits
 }
 
@@ -147,6 +149,7 @@ fn limit_value(limit: LimitKind, limits: &EffectiveLimits) -> String {
         LimitKind::Fuel => format!("{} units", limits.fuel),
         LimitKind::Output => format!("{} bytes", limits.output_bytes),
         LimitKind::Fds => format!("{} descriptors", limits.max_fds),
+        LimitKind::TempBytes => format!("{} MiB", limits.temp_bytes >> 20),
         _ => "its limit".to_owned(),
     }
 }
@@ -157,6 +160,9 @@ fn limit_hint(limit: LimitKind) -> &'static str {
             "ask for less output (a smaller range or max_* argument), or split the work into several calls"
         }
         LimitKind::Fds => "the tool opened too many files at once; work on fewer files per call",
+        LimitKind::TempBytes => {
+            "the tool wrote more to its temp dir than it may; give it a smaller input or split the work"
+        }
         _ => {
             "the input is probably too large or too complex for one call: split it into smaller calls"
         }

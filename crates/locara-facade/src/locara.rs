@@ -355,6 +355,7 @@ impl Locara {
                     "fuel": l.fuel,
                     "output_bytes": l.output_bytes,
                     "max_fds": l.max_fds,
+                    "temp_bytes": l.temp_bytes,
                 })
             },
             artifact_sha256: entry.artifact_sha256.clone(),
@@ -549,6 +550,7 @@ fn response(result: ToolResult) -> RunResponse {
                 fuel: stats.limits.fuel,
                 output_bytes: stats.limits.output_bytes,
                 max_fds: stats.limits.max_fds,
+                temp_bytes: stats.limits.temp_bytes,
                 periodic,
             },
         },

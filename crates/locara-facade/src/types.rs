@@ -79,7 +79,7 @@ pub struct ErrorReport {
     /// For schema errors: each violation with its JSON pointer and constraint.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub violations: Vec<ViolationReport>,
-    /// For `limit_exceeded`: the limit's name (`fuel`, `memory`, `wall_time`, `output_bytes`, `max_fds`).
+    /// For `limit_exceeded`: the limit's name (`fuel`, `memory`, `wall_time`, `output_bytes`, `max_fds`, `temp_bytes`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub limit: Option<String>,
     /// For `tool_error`: the tool's exit code.
@@ -137,6 +137,8 @@ pub struct LimitsReport {
     pub output_bytes: u64,
     /// Open file descriptors.
     pub max_fds: u32,
+    /// What the temp dir may hold, in bytes.
+    pub temp_bytes: u64,
     /// Limits this engine enforces only periodically (wasmi: `wall_time`, checked between
     /// fuel slices and at host calls). Empty when every limit is exact.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]

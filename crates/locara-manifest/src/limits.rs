@@ -18,6 +18,7 @@ const MIB: u64 = 1024 * 1024;
 /// | `fuel` | 10⁹ | 10¹¹ |
 /// | `output_bytes` | 10 MiB | 100 MiB |
 /// | `max_fds` | 32 | 1024 |
+/// | `temp_mb` | 256 | 4096 |
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
@@ -46,6 +47,11 @@ pub struct LimitsSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "json-schema", schemars(range(min = 1, max = 1024)))]
     pub max_fds: Option<u32>,
+    /// Most MiB the tool's temp dir may hold at once: file contents plus 4 KiB per file,
+    /// directory or link created (default 256, maximum 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "json-schema", schemars(range(min = 1, max = 4096)))]
+    pub temp_mb: Option<u64>,
 }
 
 impl LimitsSpec {
@@ -69,6 +75,10 @@ impl LimitsSpec {
     pub const DEFAULT_MAX_FDS: u32 = 32;
     /// Largest accepted `max_fds`.
     pub const MAX_MAX_FDS: u32 = 1024;
+    /// Default `temp_mb`.
+    pub const DEFAULT_TEMP_MB: u64 = 256;
+    /// Largest accepted `temp_mb`.
+    pub const MAX_TEMP_MB: u64 = 4096;
 
     /// No explicit limits: every field takes its default.
     #[must_use]
@@ -108,6 +118,13 @@ impl LimitsSpec {
     #[must_use]
     pub fn with_max_fds(mut self, max_fds: u32) -> LimitsSpec {
         self.max_fds = Some(max_fds);
+        self
+    }
+
+    /// Sets `temp_mb`.
+    #[must_use]
+    pub fn with_temp_mb(mut self, temp_mb: u64) -> LimitsSpec {
+        self.temp_mb = Some(temp_mb);
         self
     }
 
@@ -163,10 +180,11 @@ impl LimitsSpec {
                 .max_fds
                 .unwrap_or(Self::DEFAULT_MAX_FDS)
                 .clamp(1, Self::MAX_MAX_FDS),
+            temp_bytes: pick(self.temp_mb, Self::DEFAULT_TEMP_MB, Self::MAX_TEMP_MB) * MIB,
         }
     }
 
-    fn entries(&self) -> [(&'static str, Option<u64>, u64); 5] {
+    fn entries(&self) -> [(&'static str, Option<u64>, u64); 6] {
         [
             ("memory_mb", self.memory_mb, Self::MAX_MEMORY_MB),
             ("wall_time_ms", self.wall_time_ms, Self::MAX_WALL_TIME_MS),
@@ -177,6 +195,7 @@ impl LimitsSpec {
                 self.max_fds.map(u64::from),
                 u64::from(Self::MAX_MAX_FDS),
             ),
+            ("temp_mb", self.temp_mb, Self::MAX_TEMP_MB),
         ]
     }
 }
@@ -198,6 +217,8 @@ pub struct EffectiveLimits {
     pub output_bytes: u64,
     /// Most open file descriptors.
     pub max_fds: u32,
+    /// Most bytes the temp dir may hold.
+    pub temp_bytes: u64,
 }
 
 impl EffectiveLimits {
@@ -208,6 +229,7 @@ impl EffectiveLimits {
         fuel: LimitsSpec::DEFAULT_FUEL,
         output_bytes: LimitsSpec::DEFAULT_OUTPUT_BYTES,
         max_fds: LimitsSpec::DEFAULT_MAX_FDS,
+        temp_bytes: LimitsSpec::DEFAULT_TEMP_MB * MIB,
     };
 
     /// The largest limits a manifest may ask for.
@@ -217,6 +239,7 @@ impl EffectiveLimits {
         fuel: LimitsSpec::MAX_FUEL,
         output_bytes: LimitsSpec::MAX_OUTPUT_BYTES,
         max_fds: LimitsSpec::MAX_MAX_FDS,
+        temp_bytes: LimitsSpec::MAX_TEMP_MB * MIB,
     };
 }
 

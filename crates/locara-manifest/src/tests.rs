@@ -419,7 +419,8 @@ fn limits_resolve() {
         .with_wall_time_ms(LimitsSpec::MAX_WALL_TIME_MS)
         .with_fuel(LimitsSpec::MAX_FUEL)
         .with_output_bytes(LimitsSpec::MAX_OUTPUT_BYTES)
-        .with_max_fds(LimitsSpec::MAX_MAX_FDS);
+        .with_max_fds(LimitsSpec::MAX_MAX_FDS)
+        .with_temp_mb(LimitsSpec::MAX_TEMP_MB);
     assert_eq!(max.resolve().unwrap(), EffectiveLimits::MAX);
     let over = LimitsSpec::new().with_fuel(u64::MAX).with_max_fds(0);
     expect![[r#"limit `fuel` is 18446744073709551615, above the maximum of 100000000000; lower it to at most 100000000000"#]]

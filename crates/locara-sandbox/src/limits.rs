@@ -28,6 +28,10 @@ pub struct Limits {
     /// The most file descriptors the guest may hold open at once, stdio and preopens included.
     /// Default 32.
     pub max_fds: u32,
+    /// The most bytes the call's temp dir (`/tmp`) may hold at once: file contents, plus 4 KiB
+    /// for each file, directory or link created. Exact (the host makes every write). Default
+    /// 256 MiB; the space is freed when the call ends.
+    pub temp_bytes: u64,
 }
 
 impl Limits {
@@ -43,6 +47,8 @@ impl Limits {
     pub const DEFAULT_OUTPUT_BYTES: u64 = 10 << 20;
     /// 32.
     pub const DEFAULT_MAX_FDS: u32 = 32;
+    /// 256 MiB.
+    pub const DEFAULT_TEMP_BYTES: u64 = 256 << 20;
 
     pub(crate) fn validate(&self) -> Result<(), crate::Error> {
         let invalid = |limit, message: String| Err(crate::Error::InvalidLimit { limit, message });
@@ -80,6 +86,7 @@ impl Default for Limits {
             fuel: Self::DEFAULT_FUEL,
             output_bytes: Self::DEFAULT_OUTPUT_BYTES,
             max_fds: Self::DEFAULT_MAX_FDS,
+            temp_bytes: Self::DEFAULT_TEMP_BYTES,
         }
     }
 }
@@ -98,6 +105,8 @@ pub enum LimitKind {
     Output,
     /// [`Limits::max_fds`].
     Fds,
+    /// [`Limits::temp_bytes`].
+    TempBytes,
 }
 
 impl LimitKind {
@@ -109,6 +118,7 @@ impl LimitKind {
             LimitKind::Fuel => "fuel",
             LimitKind::Output => "output_bytes",
             LimitKind::Fds => "max_fds",
+            LimitKind::TempBytes => "temp_bytes",
         }
     }
 }

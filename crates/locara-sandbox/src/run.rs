@@ -61,6 +61,7 @@ pub(crate) fn prepare(
         preopens,
         max_fds,
         output_limit: limits.output_bytes,
+        temp_limit: limits.temp_bytes,
         deadline: started + limits.wall_time,
         cancel: cancel.clone(),
     });

@@ -413,9 +413,10 @@ backend_test!(the_next_call_works_after_every_limit, |kind| {
         wall_time: Duration::from_millis(500),
         output_bytes: 1 << 20,
         max_fds: 8,
+        temp_bytes: 1 << 20,
     };
     for op in [
-        "spin", "membomb", "flood", "fds", "panic", "recurse", "hostloop",
+        "spin", "membomb", "flood", "fds", "panic", "recurse", "hostloop", "files",
     ] {
         let bad = run_with(kind, json!({"op": op}), &small, &Capabilities::new());
         assert!(!bad.status.is_success(), "{op} succeeded");
@@ -511,6 +512,44 @@ backend_test!(ten_thousand_files_in_the_temp_dir_are_all_removed, |kind| {
     assert_eq!(stdout_json(&outcome), json!({"created": 10000}));
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
     assert_next_call_works(&module);
+});
+
+backend_test!(the_temp_dir_is_bounded_by_its_limit, |kind| {
+    let root = tempfile::tempdir().unwrap();
+    let module = isolated(kind, root.path());
+    let limits = Limits {
+        temp_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let run = |input: Value| {
+        module
+            .run(input.to_string().as_bytes(), &limits, &Capabilities::new())
+            .unwrap()
+    };
+    // One big file, and a flood of empty ones (each entry counts 4 KiB): both stopped.
+    for input in [
+        json!({"op": "files", "count": 1, "bytes": 2 << 20}),
+        json!({"op": "files", "count": 100_000, "bytes": 0}),
+    ] {
+        let outcome = run(input.clone());
+        assert_eq!(
+            outcome.status,
+            RunStatus::LimitExceeded(LimitKind::TempBytes),
+            "{input}"
+        );
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    }
+    // Space given back (a file truncated, a file removed) can be used again: 64 MiB written in
+    // all, never more than 64 KiB at once.
+    let outcome = run(json!({"op": "churn", "count": 1000, "bytes": 64 << 10}));
+    assert_eq!(
+        stdout_json(&outcome),
+        json!({"written": 1000}),
+        "{outcome:?}"
+    );
+    // Within the limit, the same files are fine.
+    let outcome = run(json!({"op": "files", "count": 100, "bytes": 4096}));
+    assert_eq!(stdout_json(&outcome), json!({"created": 100}));
 });
 
 backend_test!(fds_held_open_are_closed_when_the_call_is_stopped, |kind| {

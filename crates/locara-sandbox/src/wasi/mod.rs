@@ -51,6 +51,10 @@ impl std::fmt::Display for Stop {
 
 impl std::error::Error for Stop {}
 
+/// What each file, directory, symlink or hard link created in the temp dir counts towards the
+/// temp limit, besides its contents: one filesystem block.
+pub(crate) const TEMP_ENTRY_BYTES: u64 = 4096;
+
 /// What a host function can fail with: an errno for the guest, or a stop.
 #[derive(Debug)]
 pub(crate) enum Fail {
@@ -110,6 +114,9 @@ pub(crate) struct WasiCtx {
     pub(crate) stderr_truncated: bool,
     output_written: u64,
     output_limit: u64,
+    /// What the temp dir holds, as the host counts it (see [`WasiCtx::charge_temp`]).
+    temp_used: u64,
+    temp_limit: u64,
     args: Vec<String>,
     start: Instant,
     deadline: Instant,
@@ -140,6 +147,9 @@ struct DirDesc {
     /// The guest path, for preopened directories only.
     preopen: Option<String>,
     writable: bool,
+    /// Whether the directory is the call's temp dir or inside it: what is created under it
+    /// counts towards the temp limit.
+    in_temp: bool,
     /// The directory's entries, read when a listing starts at cookie 0.
     entries: Vec<(String, u8, u64)>,
 }
@@ -150,6 +160,8 @@ struct FileDesc {
     readable: bool,
     writable: bool,
     append: bool,
+    /// Whether the file is in the call's temp dir: its growth counts towards the temp limit.
+    in_temp: bool,
 }
 
 /// What [`WasiCtx::new`] needs.
@@ -164,6 +176,7 @@ pub(crate) struct WasiSetup {
     pub(crate) preopens: Vec<(Dir, String, bool)>,
     pub(crate) max_fds: u32,
     pub(crate) output_limit: u64,
+    pub(crate) temp_limit: u64,
     pub(crate) deadline: Instant,
     pub(crate) cancel: CancelToken,
 }
@@ -179,6 +192,7 @@ impl WasiCtx {
                 dir,
                 preopen: Some(guest),
                 writable,
+                in_temp: false,
                 entries: Vec::new(),
             })));
         }
@@ -193,6 +207,8 @@ impl WasiCtx {
             stderr_truncated: false,
             output_written: 0,
             output_limit: setup.output_limit,
+            temp_used: 0,
+            temp_limit: setup.temp_limit,
             args: setup.args,
             start: Instant::now(),
             deadline: setup.deadline,
@@ -262,6 +278,7 @@ impl WasiCtx {
                 dir,
                 preopen: Some(crate::TEMP_GUEST_PATH.to_owned()),
                 writable: true,
+                in_temp: true,
                 entries: Vec::new(),
             });
         }
@@ -289,6 +306,48 @@ impl WasiCtx {
             return Err(Errno::ROFS.into());
         }
         Ok(&dir.dir)
+    }
+
+    /// Counts `bytes` more in the temp dir, or stops the guest at the temp limit.
+    ///
+    /// The host does every write, so the count is exact for file contents; each file,
+    /// directory, symlink or link created counts [`TEMP_ENTRY_BYTES`] besides, so that a flood
+    /// of empty files is bounded too. Space is given back when a file is truncated or its
+    /// last link removed; the count never goes below what the guest could still hold.
+    fn charge_temp(&mut self, bytes: u64) -> Res<()> {
+        let used = self.temp_used.saturating_add(bytes);
+        if used > self.temp_limit {
+            return Err(Fail::Stop(self.stopped(Stop::Limit(LimitKind::TempBytes))));
+        }
+        self.temp_used = used;
+        Ok(())
+    }
+
+    fn refund_temp(&mut self, bytes: u64) {
+        self.temp_used = self.temp_used.saturating_sub(bytes);
+    }
+
+    /// Whether `fd` is a directory in the temp dir (entries created in it are charged).
+    fn dir_in_temp(&mut self, fd: i32) -> Res<bool> {
+        Ok(self.dir(fd)?.in_temp)
+    }
+
+    /// How many bytes writing `len` bytes to the temp file at `fd` adds to it (at `at`, or at
+    /// the file's position, or its end when it appends); 0 for any other descriptor.
+    fn temp_growth(&mut self, fd: i32, at: Option<u64>, len: usize) -> Res<u64> {
+        let Desc::File(file) = self.desc(fd)? else {
+            return Ok(0);
+        };
+        if !file.in_temp || !file.writable {
+            return Ok(0);
+        }
+        let size = file.file.metadata()?.len();
+        let start = match at {
+            Some(at) => at,
+            None if file.append => size,
+            None => file.file.stream_position()?,
+        };
+        Ok(start.saturating_add(len as u64).saturating_sub(size))
     }
 
     fn insert(&mut self, desc: Desc) -> Res<u32> {
@@ -627,12 +686,20 @@ pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i
 }
 
 pub(crate) fn fd_filestat_set_size(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, size: i64) -> Res {
+    let size = u64::try_from(size).map_err(|_| Errno::INVAL)?;
     let file = ctx.file(fd)?;
     if !file.writable {
         return Err(Errno::BADF.into());
     }
-    file.file
-        .set_len(u64::try_from(size).map_err(|_| Errno::INVAL)?)?;
+    let (in_temp, old) = (file.in_temp, file.file.metadata()?.len());
+    if in_temp {
+        if size > old {
+            ctx.charge_temp(size - old)?;
+        } else {
+            ctx.refund_temp(old - size);
+        }
+    }
+    ctx.file(fd)?.file.set_len(size)?;
     Ok(())
 }
 
@@ -681,12 +748,14 @@ pub(crate) fn fd_pwrite(
     out: i32,
 ) -> Res {
     let data = gather(mem, iovs, n)?;
+    let off = u64::try_from(off).map_err(|_| Errno::INVAL)?;
+    let growth = ctx.temp_growth(fd, Some(off), data.len())?;
+    ctx.charge_temp(growth)?;
     let file = ctx.file(fd)?;
     if !file.writable {
         return Err(Errno::BADF.into());
     }
-    file.file
-        .write_all_at(&data, u64::try_from(off).map_err(|_| Errno::INVAL)?)?;
+    file.file.write_all_at(&data, off)?;
     put_u32(mem, out, data.len() as u32)?;
     Ok(())
 }
@@ -781,6 +850,8 @@ pub(crate) fn fd_write(
     out: i32,
 ) -> Res {
     let data = gather(mem, iovs, n)?;
+    let growth = ctx.temp_growth(fd, None, data.len())?;
+    ctx.charge_temp(growth)?;
     match ctx.desc(fd)? {
         Desc::Stdout => ctx.write_output(Desc2::Stdout, &data)?,
         Desc::Stderr => ctx.write_output(Desc2::Stderr, &data)?,
@@ -887,6 +958,10 @@ pub(crate) fn path_create_directory(
     len: i32,
 ) -> Res {
     let path = path(mem, p, len)?;
+    ctx.writable_dir(fd)?;
+    if ctx.dir_in_temp(fd)? {
+        ctx.charge_temp(TEMP_ENTRY_BYTES)?;
+    }
     ctx.writable_dir(fd)?.create_dir(path)?;
     Ok(())
 }
@@ -942,6 +1017,9 @@ pub(crate) fn path_link(
     let old = path(mem, old_p, old_len)?.to_owned();
     let new = path(mem, new_p, new_len)?.to_owned();
     let target = ctx.writable_dir(new_fd)?.try_clone()?;
+    if ctx.dir_in_temp(new_fd)? {
+        ctx.charge_temp(TEMP_ENTRY_BYTES)?;
+    }
     // The source must be writable too: a hard link shares the file, so linking a read-only
     // file into a writable directory would make it writable.
     ctx.writable_dir(old_fd)?.hard_link(old, &target, new)?;
@@ -963,7 +1041,22 @@ pub(crate) fn path_open(
     out: i32,
 ) -> Res {
     let path = path(mem, p, len)?.to_owned();
+    // A file created (or truncated) in the temp dir changes what it holds.
+    let mut temp_change = None;
+    if ctx.dir_in_temp(fd)? && oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0 {
+        let before = ctx.dir(fd)?.dir.symlink_metadata(&path).ok();
+        let freed = match &before {
+            Some(m) if m.is_file() && oflags & OFLAGS_TRUNC != 0 => m.len(),
+            _ => 0,
+        };
+        let created = before.is_none() && oflags & OFLAGS_CREAT != 0;
+        if created {
+            ctx.charge_temp(TEMP_ENTRY_BYTES)?;
+        }
+        temp_change = Some((created, freed));
+    }
     let parent = ctx.dir(fd)?;
+    let in_temp = parent.in_temp;
     let follow = if dirflags & LOOKUP_SYMLINK_FOLLOW != 0 {
         FollowSymlinks::Yes
     } else {
@@ -987,6 +1080,7 @@ pub(crate) fn path_open(
             dir,
             preopen: None,
             writable,
+            in_temp,
             entries: Vec::new(),
         })
     } else {
@@ -1000,7 +1094,19 @@ pub(crate) fn path_open(
             .truncate(oflags & OFLAGS_TRUNC != 0)
             .follow(follow)
             .maybe_dir(true);
-        let file = parent.dir.open_with(&path, &options)?.into_std();
+        let file = match parent.dir.open_with(&path, &options) {
+            Ok(file) => file.into_std(),
+            Err(error) => {
+                // Nothing was created: give back what was charged for it.
+                if let Some((true, _)) = temp_change {
+                    ctx.refund_temp(TEMP_ENTRY_BYTES);
+                }
+                return Err(error.into());
+            }
+        };
+        if let Some((_, freed)) = temp_change {
+            ctx.refund_temp(freed);
+        }
         if file.metadata()?.is_dir() {
             if write {
                 return Err(Errno::ISDIR.into());
@@ -1009,6 +1115,7 @@ pub(crate) fn path_open(
                 dir: Dir::from_std_file(file),
                 preopen: None,
                 writable,
+                in_temp,
                 entries: Vec::new(),
             })
         } else {
@@ -1017,6 +1124,7 @@ pub(crate) fn path_open(
                 readable: read,
                 writable: write,
                 append,
+                in_temp,
             })
         }
     };
@@ -1054,6 +1162,9 @@ pub(crate) fn path_remove_directory(
 ) -> Res {
     let path = path(mem, p, len)?;
     ctx.writable_dir(fd)?.remove_dir(path)?;
+    if ctx.dir_in_temp(fd)? {
+        ctx.refund_temp(TEMP_ENTRY_BYTES);
+    }
     Ok(())
 }
 
@@ -1087,6 +1198,10 @@ pub(crate) fn path_symlink(
     let old = path(mem, old_p, old_len)?.to_owned();
     let new = path(mem, new_p, new_len)?.to_owned();
     // The link may point anywhere: following it is what cap-std jails.
+    ctx.writable_dir(fd)?;
+    if ctx.dir_in_temp(fd)? {
+        ctx.charge_temp(TEMP_ENTRY_BYTES)?;
+    }
     DirExt::symlink(ctx.writable_dir(fd)?, old, new)?;
     Ok(())
 }
@@ -1099,7 +1214,19 @@ pub(crate) fn path_unlink_file(
     len: i32,
 ) -> Res {
     let path = path(mem, p, len)?;
-    ctx.writable_dir(fd)?.remove_file_or_symlink(path)?;
+    let dir = ctx.writable_dir(fd)?;
+    // A file's contents are freed with its last link.
+    let freed = dir.symlink_metadata(path).map_or(0, |m| {
+        if m.is_file() && m.nlink() == 1 {
+            m.len()
+        } else {
+            0
+        }
+    });
+    dir.remove_file_or_symlink(path)?;
+    if ctx.dir_in_temp(fd)? {
+        ctx.refund_temp(TEMP_ENTRY_BYTES.saturating_add(freed));
+    }
     Ok(())
 }
 

@@ -28,6 +28,7 @@
 //! | `recurse`      |                             | recurses until the stack overflows                |
 //! | `bytes`        | `hex`                       | writes the hex-decoded bytes verbatim to stdout   |
 //! | `files`        | `count`, `bytes`            | creates `count` files of `bytes` bytes in `/tmp`  |
+//! | `churn`        | `count`, `bytes`            | rewrites `/tmp/churn` `count` times, removing it every other time |
 //! | `hold_fds`     | `count`, `ms`               | opens `count` files, then sleeps holding them     |
 //! | `hostloop`     | `call`                      | calls one host function in a loop forever         |
 //! | `random_big`   | `bytes`                     | asks for `bytes` random bytes in one call         |
@@ -91,6 +92,10 @@ fn main() {
         "files" => files(
             u64_field(&input, "count").unwrap_or(10_000),
             u64_field(&input, "bytes").unwrap_or(16),
+        ),
+        "churn" => churn(
+            u64_field(&input, "count").unwrap_or(100),
+            u64_field(&input, "bytes").unwrap_or(4096),
         ),
         "hold_fds" => hold_fds(
             u64_field(&input, "count").unwrap_or(8),
@@ -348,6 +353,23 @@ fn files(count: u64, bytes: u64) {
         }
     }
     emit(&json!({ "created": count }));
+}
+
+/// Writes `/tmp/churn` (`bytes` bytes) `count` times, truncating it each time and removing it
+/// every other time: much written, little held at once.
+fn churn(count: u64, bytes: u64) {
+    let content = vec![b'c'; usize::try_from(bytes).unwrap_or(0)];
+    for i in 0..count {
+        if let Err(e) = std::fs::write("/tmp/churn", &content) {
+            fail(1, &format!("cannot write /tmp/churn (time {}): {e}", i + 1));
+        }
+        if i % 2 == 1
+            && let Err(e) = std::fs::remove_file("/tmp/churn")
+        {
+            fail(1, &format!("cannot remove /tmp/churn: {e}"));
+        }
+    }
+    emit(&json!({ "written": count }));
 }
 
 /// Opens `count` files and sleeps `ms` with all of them open.
