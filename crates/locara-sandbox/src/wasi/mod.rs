@@ -313,7 +313,9 @@ impl WasiCtx {
     /// The host does every write, so the count is exact for file contents; each file,
     /// directory, symlink or link created counts [`TEMP_ENTRY_BYTES`] besides, so that a flood
     /// of empty files is bounded too. Space is given back when a file is truncated or its
-    /// last link removed; the count never goes below what the guest could still hold.
+    /// last link removed. One way to undercount remains, and it needs a writable workspace: a
+    /// big workspace file linked or moved into the temp dir, then removed there, gives back
+    /// space it never took.
     fn charge_temp(&mut self, bytes: u64) -> Res<()> {
         let used = self.temp_used.saturating_add(bytes);
         if used > self.temp_limit {
@@ -342,9 +344,11 @@ impl WasiCtx {
             return Ok(0);
         }
         let size = file.file.metadata()?.len();
+        // An append-mode file is written at its end whatever offset is given (Linux `pwrite`
+        // ignores it under O_APPEND), so the offset must not hide the growth.
         let start = match at {
+            _ if file.append => size,
             Some(at) => at,
-            None if file.append => size,
             None => file.file.stream_position()?,
         };
         Ok(start.saturating_add(len as u64).saturating_sub(size))
