@@ -329,6 +329,21 @@ impl WasiCtx {
         self.temp_used = self.temp_used.saturating_sub(bytes);
     }
 
+    /// Creates one entry under the directory `fd` with `create`, charging
+    /// [`TEMP_ENTRY_BYTES`] for it when that directory is in the temp dir (and giving it back
+    /// if the creation fails, so that retrying a failing call costs nothing).
+    fn create_entry(&mut self, fd: i32, create: impl FnOnce(&Dir) -> std::io::Result<()>) -> Res {
+        let charged = self.dir_in_temp(fd)?;
+        if charged {
+            self.charge_temp(TEMP_ENTRY_BYTES)?;
+        }
+        let result = create(self.writable_dir(fd)?);
+        if result.is_err() && charged {
+            self.refund_temp(TEMP_ENTRY_BYTES);
+        }
+        Ok(result?)
+    }
+
     /// Whether `fd` is a directory in the temp dir (entries created in it are charged).
     fn dir_in_temp(&mut self, fd: i32) -> Res<bool> {
         Ok(self.dir(fd)?.in_temp)
@@ -963,11 +978,7 @@ pub(crate) fn path_create_directory(
 ) -> Res {
     let path = path(mem, p, len)?;
     ctx.writable_dir(fd)?;
-    if ctx.dir_in_temp(fd)? {
-        ctx.charge_temp(TEMP_ENTRY_BYTES)?;
-    }
-    ctx.writable_dir(fd)?.create_dir(path)?;
-    Ok(())
+    ctx.create_entry(fd, |dir| dir.create_dir(path))
 }
 
 pub(crate) fn path_filestat_get(
@@ -1020,14 +1031,11 @@ pub(crate) fn path_link(
 ) -> Res {
     let old = path(mem, old_p, old_len)?.to_owned();
     let new = path(mem, new_p, new_len)?.to_owned();
-    let target = ctx.writable_dir(new_fd)?.try_clone()?;
-    if ctx.dir_in_temp(new_fd)? {
-        ctx.charge_temp(TEMP_ENTRY_BYTES)?;
-    }
     // The source must be writable too: a hard link shares the file, so linking a read-only
     // file into a writable directory would make it writable.
-    ctx.writable_dir(old_fd)?.hard_link(old, &target, new)?;
-    Ok(())
+    let source = ctx.writable_dir(old_fd)?.try_clone()?;
+    ctx.writable_dir(new_fd)?;
+    ctx.create_entry(new_fd, |target| source.hard_link(old, target, new))
 }
 
 #[expect(clippy::too_many_arguments, reason = "the WASI signature")]
@@ -1203,11 +1211,7 @@ pub(crate) fn path_symlink(
     let new = path(mem, new_p, new_len)?.to_owned();
     // The link may point anywhere: following it is what cap-std jails.
     ctx.writable_dir(fd)?;
-    if ctx.dir_in_temp(fd)? {
-        ctx.charge_temp(TEMP_ENTRY_BYTES)?;
-    }
-    DirExt::symlink(ctx.writable_dir(fd)?, old, new)?;
-    Ok(())
+    ctx.create_entry(fd, |dir| DirExt::symlink(dir, old, new))
 }
 
 pub(crate) fn path_unlink_file(
