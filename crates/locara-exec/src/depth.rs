@@ -8,6 +8,8 @@
 
 use serde_json::Value;
 
+use crate::{ExecError, SchemaViolation};
+
 /// The deepest nesting of arrays and objects accepted in a tool's arguments: 128 levels, as in
 /// serde_json's parser, so any value that came from JSON text passes.
 pub const MAX_JSON_DEPTH: usize = 128;
@@ -54,6 +56,24 @@ pub fn too_deep(value: &Value, max: usize) -> Option<String> {
         }
     }
     None
+}
+
+/// The refusal of `arguments` for `tool` when they are nested deeper than [`MAX_JSON_DEPTH`]:
+/// [`ExecError::InvalidInput`] with one `max_depth` violation at the first level too deep.
+/// Checked before anything recursive touches the arguments (the pipeline's `ValidateInput`,
+/// the facade's chain binding).
+pub fn refuse_too_deep(tool: &str, arguments: &Value) -> Option<ExecError> {
+    let pointer = too_deep(arguments, MAX_JSON_DEPTH)?;
+    Some(ExecError::InvalidInput {
+        tool: tool.to_owned(),
+        violations: vec![SchemaViolation {
+            pointer,
+            constraint: "max_depth".to_owned(),
+            message: format!(
+                "arrays and objects are nested more than {MAX_JSON_DEPTH} levels deep"
+            ),
+        }],
+    })
 }
 
 /// Escapes a key for a JSON pointer (RFC 6901).

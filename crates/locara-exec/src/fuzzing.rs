@@ -33,14 +33,6 @@ impl Schema {
     ///
     /// Returns [`ExecError::InvalidInput`], naming `tool`, with every violation found.
     pub fn check_input(&self, tool: &str, arguments: &Value) -> Result<(), ExecError> {
-        let violations = self.violations(arguments);
-        if violations.is_empty() {
-            Ok(())
-        } else {
-            Err(ExecError::InvalidInput {
-                tool: tool.to_owned(),
-                violations,
-            })
-        }
+        schema::check_input(tool, &self.0, arguments)
     }
 }

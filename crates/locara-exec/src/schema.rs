@@ -70,6 +70,24 @@ pub(crate) fn compile(
     })
 }
 
+/// What `ValidateInput` decides for `arguments` of `tool`: `Ok`, or
+/// [`ExecError::InvalidInput`] with every violation found.
+pub(crate) fn check_input(
+    tool: &str,
+    validator: &Validator,
+    arguments: &Value,
+) -> Result<(), ExecError> {
+    let violations = violations(validator, arguments);
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(ExecError::InvalidInput {
+            tool: tool.to_owned(),
+            violations,
+        })
+    }
+}
+
 /// Every way `value` breaks `validator`'s schema (at most [`MAX_VIOLATIONS`]).
 pub(crate) fn violations(validator: &Validator, value: &Value) -> Vec<SchemaViolation> {
     validator

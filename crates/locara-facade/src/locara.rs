@@ -381,34 +381,17 @@ impl Locara {
         // Binding recurses into the arguments: refuse, before anything else, nesting so deep
         // that it would overflow the stack (see `locara_exec::depth`).
         let too_deep = chain.steps.iter().enumerate().find_map(|(index, step)| {
-            let pointer = depth::too_deep(&step.arguments, depth::MAX_JSON_DEPTH)?;
-            Some((index, step.tool.clone(), pointer))
+            Some((index, depth::refuse_too_deep(&step.tool, &step.arguments)?))
         });
-        if let Some((index, tool, pointer)) = too_deep {
+        if let Some((index, error)) = too_deep {
             for step in chain.steps {
                 depth::drop_deep(step.arguments);
             }
-            let message = format!(
-                "arrays and objects are nested more than {} levels deep",
-                depth::MAX_JSON_DEPTH
-            );
-            let mut report = Error::new(
-                "invalid_input",
-                format!("step {index} ({tool}): {message} (at {pointer})"),
-                "send flatter arguments",
-            )
-            .report()
-            .clone();
-            report.violations = vec![ViolationReport {
-                pointer,
-                constraint: "max_depth".to_owned(),
-                message,
-            }];
             return ChainResponse {
                 ok: false,
                 steps: Vec::new(),
                 failed_step: Some(index),
-                error: Some(report),
+                error: Some(Error::from(error).report().clone()),
             };
         }
         let mut outputs = Vec::new();

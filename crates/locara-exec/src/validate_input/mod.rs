@@ -8,15 +8,15 @@ use tower::Service;
 
 pub use self::layer::ValidateInputLayer;
 use crate::{
-    CallFuture, ExecError, ResolvedCall, SchemaViolation, ToolResult,
-    depth::{MAX_JSON_DEPTH, drop_deep, too_deep},
+    CallFuture, ExecError, ResolvedCall, ToolResult,
+    depth::{drop_deep, refuse_too_deep},
     schema::SchemaCache,
 };
 
 /// Refuses a [`ResolvedCall`] whose arguments break the tool's input schema, with
 /// [`ExecError::InvalidInput`] listing every violation's JSON pointer and constraint.
 ///
-/// Arguments nested deeper than [`MAX_JSON_DEPTH`] are refused first,
+/// Arguments nested deeper than [`MAX_JSON_DEPTH`](crate::depth::MAX_JSON_DEPTH) are refused first,
 /// without recursing into them, so that no later step (validation, serialization) can overflow
 /// the stack.
 #[derive(Debug, Clone)]
@@ -59,32 +59,15 @@ where
     }
 
     fn call(&mut self, mut call: ResolvedCall) -> CallFuture {
-        if let Some(pointer) = too_deep(&call.arguments, MAX_JSON_DEPTH) {
+        let tool = call.artifact.manifest().tool_ref().to_string();
+        if let Some(error) = refuse_too_deep(&tool, &call.arguments) {
             drop_deep(std::mem::take(&mut call.arguments));
-            let error = ExecError::InvalidInput {
-                tool: call.artifact.manifest().tool_ref().to_string(),
-                violations: vec![SchemaViolation {
-                    pointer,
-                    constraint: "max_depth".to_owned(),
-                    message: format!(
-                        "arrays and objects are nested more than {MAX_JSON_DEPTH} levels deep"
-                    ),
-                }],
-            };
             return Box::pin(async move { Err(error) });
         }
         let checked = self
             .schemas
             .get(&call.artifact, "input_schema")
-            .and_then(|validator| {
-                let violations = crate::schema::violations(&validator, &call.arguments);
-                if violations.is_empty() {
-                    Ok(())
-                } else {
-                    let tool = call.artifact.manifest().tool_ref().to_string();
-                    Err(ExecError::InvalidInput { tool, violations })
-                }
-            });
+            .and_then(|validator| crate::schema::check_input(&tool, &validator, &call.arguments));
         match checked {
             Ok(()) => Box::pin(self.inner.call(call)),
             Err(error) => Box::pin(async move { Err(error) }),
