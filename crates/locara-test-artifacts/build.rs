@@ -77,6 +77,15 @@ fn main() {
         })
         .collect();
     tools.sort();
+    // Tools whose module is an upstream interpreter have no bin: `TestHome` fetches them.
+    let is_interpreter = |id: &String| {
+        let text = std::fs::read_to_string(manifests.join(format!("{id}.json")))
+            .expect("a readable manifest template");
+        let value: serde_json::Value =
+            serde_json::from_str(&text).expect("a manifest template is JSON");
+        value.get("interpreter").is_some()
+    };
+    let (upstream, tools): (Vec<String>, Vec<String>) = tools.into_iter().partition(is_interpreter);
 
     let mut code = String::new();
     writeln!(code, "/// Where the adversarial probe guest was built.").unwrap();
@@ -126,6 +135,17 @@ fn main() {
             manifest.display().to_string()
         )
         .unwrap();
+    }
+    writeln!(code, "];").unwrap();
+    writeln!(
+        code,
+        "/// Every built-in tool whose module is an upstream interpreter, as `(id, manifest template path)`;\n/// see `TestHome::publish_upstream_tool`."
+    )
+    .unwrap();
+    writeln!(code, "pub const UPSTREAM_TOOLS: &[(&str, &str)] = &[").unwrap();
+    for id in &upstream {
+        let manifest = manifests.join(format!("{id}.json"));
+        writeln!(code, "    ({id:?}, {:?}),", manifest.display().to_string()).unwrap();
     }
     writeln!(code, "];").unwrap();
     writeln!(code, "/// Calls `$m!(test_name, \"tool.id\")` for every built-in tool, so that a tool without a test").unwrap();

@@ -122,19 +122,27 @@ fn build_tools(home: &Path) -> Result<()> {
     templates.retain(|p| p.extension().is_some_and(|e| e == "json"));
     templates.sort();
     let validated_at = rfc3339_now();
+    let blobs = locara_upstream::fetch::BlobCache::user_default();
     for template_path in &templates {
         let id = template_path
             .file_stem()
             .and_then(|s| s.to_str())
             .ok_or_else(|| format_err!("bad file name"))?;
-        let wasm_path = out.join(format!("{}.wasm", id.replace('.', "-")));
-        let wasm = std::fs::read(&wasm_path).with_context(|| {
-            format!(
-                "{id}: no module at {} (is there a bin for it?)",
-                wasm_path.display()
-            )
-        })?;
         let template = std::fs::read_to_string(template_path)?;
+        let (template, wasm) = if locara_upstream::tool::is_interpreter_template(&template) {
+            // An upstream interpreter: fetched (pinned by sha256) and its driver inlined.
+            let prepared = locara_upstream::tool::prepare(template_path, &blobs)?;
+            (prepared.template, prepared.wasm)
+        } else {
+            let wasm_path = out.join(format!("{}.wasm", id.replace('.', "-")));
+            let wasm = std::fs::read(&wasm_path).with_context(|| {
+                format!(
+                    "{id}: no module at {} (is there a bin for it?)",
+                    wasm_path.display()
+                )
+            })?;
+            (template, wasm)
+        };
         let mut manifest = prepare_manifest(&template, &wasm)?;
         manifest.validated_at = Some(validated_at.clone());
         manifest.validated_by = Some("cargo xtask build-tools".to_owned());

@@ -72,7 +72,9 @@ impl Execute {
             max_fds: limits.max_fds,
             temp_bytes: limits.temp_bytes,
         };
-        let mut caps = Capabilities::new().program_name(manifest.id.as_str());
+        let mut argv = manifest.argv().into_iter();
+        let program = argv.next().unwrap_or_default();
+        let mut caps = Capabilities::new().program_name(program).with_args(argv);
         if let Some((dir, perms)) = call.grant.workspace() {
             caps = caps.preopened_dir(dir, WORKSPACE_GUEST_PATH, perms);
         }

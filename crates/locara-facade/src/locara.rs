@@ -40,6 +40,10 @@ pub struct LocaraConfig {
     pub output_cap_bytes: usize,
     /// Where per-call temp dirs are made. By default the system temp dir.
     pub temp_root: Option<PathBuf>,
+    /// Where compiled modules are cached. By default `<home>/cache/compiled`. Entries are keyed
+    /// by the module's hash and the engine's configuration and checksummed, so homes may share
+    /// one directory (tests do, so that a large interpreter is compiled once).
+    pub compiled_cache: Option<PathBuf>,
 }
 
 impl LocaraConfig {
@@ -53,6 +57,7 @@ impl LocaraConfig {
             grants: Grants::new().with_max_safety_tier(SafetyTier::SideEffecting),
             output_cap_bytes: 1 << 20,
             temp_root: None,
+            compiled_cache: None,
         }
     }
 
@@ -84,6 +89,12 @@ impl LocaraConfig {
     /// Sets where per-call temp dirs are made.
     pub fn with_temp_root(mut self, dir: impl Into<PathBuf>) -> LocaraConfig {
         self.temp_root = Some(dir.into());
+        self
+    }
+
+    /// Sets where compiled modules are cached.
+    pub fn with_compiled_cache(mut self, dir: impl Into<PathBuf>) -> LocaraConfig {
+        self.compiled_cache = Some(dir.into());
         self
     }
 
@@ -247,7 +258,12 @@ impl Locara {
         });
 
         let mut sandbox_config = SandboxConfig::new(config.engine);
-        sandbox_config.cache_dir(config.home.join("cache").join("compiled"));
+        sandbox_config.cache_dir(
+            config
+                .compiled_cache
+                .clone()
+                .unwrap_or_else(|| config.home.join("cache").join("compiled")),
+        );
         if let Some(temp_root) = &config.temp_root {
             sandbox_config.temp_root(temp_root);
         }

@@ -109,6 +109,15 @@ pub enum Error {
         host: String,
     },
 
+    /// A manifest's `interpreter` section is inconsistent.
+    #[error("invalid `{field}`: {reason}")]
+    InvalidInterpreter {
+        /// The field's path, e.g. `interpreter.argv`.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// An app manifest names a registry tool without a version.
     #[error(
         "registry tool `{reference}` must pin a version, e.g. `{reference}@0.1.0` (app manifests never float to the newest version)"

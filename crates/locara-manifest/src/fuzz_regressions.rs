@@ -53,22 +53,22 @@ fn tool_manifest_regressions() {
         "tool_manifest",
         tool_manifest,
         expect![[r#"
-        deep-input-schema.json: invalid tool manifest at line 36, column 150: recursion limit exceeded
-            as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
-        float-limit.json: invalid tool manifest at line 31, column 25: number out of range
-            as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
-        huge-limit.json: invalid tool manifest at line 30, column 37: invalid type: floating point `1.8446744073709552e+19`, expected u64
-            as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
-        huge-version.json: invalid tool manifest at line 4, column 39: invalid version `0.1.99999999999999999999`: value of patch version number exceeds u64::MAX (use a full semantic version MAJOR.MINOR.PATCH, e.g. `1.0.0`)
-            as a template: invalid tool manifest template at line 4, column 39: invalid version `0.1.99999999999999999999`: value of patch version number exceeds u64::MAX (use a full semantic version MAJOR.MINOR.PATCH, e.g. `1.0.0`)
-        invalid-utf8.json: invalid tool manifest at line 5, column 25: invalid unicode code point
-            as a template: not UTF-8
-        lone-surrogate.json: invalid tool manifest at line 5, column 31: unexpected end of hex escape
-            as a template: invalid tool manifest template at line 5, column 31: unexpected end of hex escape
-        max-limits.json: limit `memory_mb` is 18446744073709551615, above the maximum of 1024; lower it to at most 1024
-            as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
-        schema-version-overflow.json: invalid tool manifest at line 2, column 30: invalid value: integer `4294967297`, expected u32
-            as a template: invalid tool manifest template at line 2, column 30: invalid value: integer `4294967297`, expected u32"#]],
+            deep-input-schema.json: invalid tool manifest at line 36, column 150: recursion limit exceeded
+                as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
+            float-limit.json: invalid tool manifest at line 31, column 25: number out of range
+                as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
+            huge-limit.json: invalid tool manifest at line 30, column 37: invalid type: floating point `1.8446744073709552e+19`, expected u64
+                as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
+            huge-version.json: invalid tool manifest at line 4, column 39: invalid version `0.1.99999999999999999999`: value of patch version number exceeds u64::MAX (use a full semantic version MAJOR.MINOR.PATCH, e.g. `1.0.0`)
+                as a template: invalid tool manifest template at line 4, column 39: invalid version `0.1.99999999999999999999`: value of patch version number exceeds u64::MAX (use a full semantic version MAJOR.MINOR.PATCH, e.g. `1.0.0`)
+            invalid-utf8.json: invalid tool manifest at line 5, column 25: invalid unicode code point
+                as a template: not UTF-8
+            lone-surrogate.json: invalid tool manifest at line 5, column 31: unexpected end of hex escape
+                as a template: invalid tool manifest template at line 5, column 31: unexpected end of hex escape
+            max-limits.json: limit `memory_mb` is 18446744073709551615, above the maximum of 1024; lower it to at most 1024
+                as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
+            schema-version-overflow.json: invalid tool manifest at line 2, column 30: invalid value: integer `4294967297`, expected u32
+                as a template: invalid tool manifest template at line 2, column 30: invalid value: integer `4294967297`, expected u32"#]],
     );
 }
 

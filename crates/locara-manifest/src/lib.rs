@@ -44,8 +44,8 @@ pub use crate::{
     lock::{LockedTool, Lockfile},
     name::{ToolName, ToolRef},
     tool::{
-        Artifact, FsAccess, ModelDependency, NetAccess, SafetyTier, Stdio, ToolManifest,
-        UserDirAccess, WasiImports,
+        Artifact, Derivation, FsAccess, Interpreter, ModelDependency, NetAccess, SafetyTier, Stdio,
+        ToolManifest, Upstream, UpstreamRegistry, UserDirAccess, WasiImports,
     },
     version::Version,
 };

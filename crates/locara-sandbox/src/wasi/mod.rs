@@ -611,6 +611,48 @@ pub(crate) fn proc_raise(_: &mut WasiCtx, _: &mut [u8], _sig: i32) -> Res {
     Err(Errno::NOSYS.into())
 }
 
+/// The socket functions: no descriptor a guest can hold is ever a socket (preview 1 cannot open
+/// one, and the host preopens none), so each fails with `EBADF` or `ENOTSOCK`. They exist so
+/// that modules built with a libc that imports them (CPython's WASI build does) can load.
+fn not_a_socket(ctx: &mut WasiCtx, fd: i32) -> Res {
+    ctx.desc(fd)?;
+    Err(Errno::NOTSOCK.into())
+}
+
+pub(crate) fn sock_accept(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _flags: i32, _out: i32) -> Res {
+    not_a_socket(ctx, fd)
+}
+
+#[expect(clippy::too_many_arguments, reason = "the WASI signature")]
+pub(crate) fn sock_recv(
+    ctx: &mut WasiCtx,
+    _: &mut [u8],
+    fd: i32,
+    _iovs: i32,
+    _iovs_len: i32,
+    _flags: i32,
+    _out_len: i32,
+    _out_flags: i32,
+) -> Res {
+    not_a_socket(ctx, fd)
+}
+
+pub(crate) fn sock_send(
+    ctx: &mut WasiCtx,
+    _: &mut [u8],
+    fd: i32,
+    _iovs: i32,
+    _iovs_len: i32,
+    _flags: i32,
+    _out_len: i32,
+) -> Res {
+    not_a_socket(ctx, fd)
+}
+
+pub(crate) fn sock_shutdown(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, _how: i32) -> Res {
+    not_a_socket(ctx, fd)
+}
+
 pub(crate) fn fd_advise(
     ctx: &mut WasiCtx,
     _: &mut [u8],
@@ -1308,7 +1350,8 @@ pub(crate) fn poll_oneoff(
 /// Calls `$m!(name(arg: type, ...))` for every WASI function the sandbox provides, except
 /// `proc_exit`, which does not return and is linked by hand.
 ///
-/// This is the one list of what a guest may import; sockets are deliberately absent.
+/// This is the one list of what a guest may import. The socket functions are present but can
+/// never succeed: no descriptor is a socket.
 macro_rules! for_each_function {
     ($m:ident) => {
         $m!(args_get(a: i32, b: i32));
@@ -1352,6 +1395,10 @@ macro_rules! for_each_function {
         $m!(path_symlink(a: i32, b: i32, c: i32, d: i32, e: i32));
         $m!(path_unlink_file(a: i32, b: i32, c: i32));
         $m!(poll_oneoff(a: i32, b: i32, c: i32, d: i32));
+        $m!(sock_accept(a: i32, b: i32, c: i32));
+        $m!(sock_recv(a: i32, b: i32, c: i32, d: i32, e: i32, f: i32));
+        $m!(sock_send(a: i32, b: i32, c: i32, d: i32, e: i32));
+        $m!(sock_shutdown(a: i32, b: i32));
     };
 }
 pub(crate) use for_each_function;

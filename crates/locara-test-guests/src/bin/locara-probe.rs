@@ -471,6 +471,18 @@ mod raw {
             out: *mut u32,
         ) -> u16;
         pub(super) fn fd_close(fd: u32) -> u16;
+        pub(super) fn sock_accept(fd: u32, flags: u32, out: *mut u32) -> u16;
+        pub(super) fn sock_recv(
+            fd: u32,
+            iovs: *const u8,
+            n: u32,
+            flags: u32,
+            out: *mut u32,
+            out_flags: *mut u32,
+        ) -> u16;
+        pub(super) fn sock_send(fd: u32, iovs: *const u8, n: u32, flags: u32, out: *mut u32)
+        -> u16;
+        pub(super) fn sock_shutdown(fd: u32, how: u32) -> u16;
         pub(super) fn args_get(argv: *mut *mut u8, buf: *mut u8) -> u16;
     }
 
@@ -536,6 +548,14 @@ mod raw {
                     "path_open huge path",
                     path_open(3, 0, sub.as_ptr(), usize::MAX, 0, 0, 0, 0, &mut n),
                 ),
+                ("sock_accept stdout", sock_accept(1, 0, &mut n)),
+                ("sock_accept bad fd", sock_accept(9999, 0, &mut n)),
+                (
+                    "sock_recv stdin",
+                    sock_recv(0, iov.as_ptr(), 1, 0, &mut n, wild()),
+                ),
+                ("sock_send wild", sock_send(1, wild(), 4, 0, wild())),
+                ("sock_shutdown preopen", sock_shutdown(3, 2)),
                 ("fd_close stdin", fd_close(0)),
                 ("fd_close bad fd", fd_close(u32::MAX)),
                 ("args_get wild", args_get(wild(), wild())),

