@@ -6,3 +6,5 @@ mod tampering;
 mod minimal_host;
 // Tools an app ships itself, verified against the host's trusted keys.
 mod app_tools;
+// The code-exec.lua tool: a Lua interpreter in the sandbox, on both engines.
+mod code_exec_lua;

@@ -9,7 +9,8 @@ fn files(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
-        if name == "target" || name.to_string_lossy().starts_with('.') {
+        // `vendor/` holds patched copies of published crates, kept as published.
+        if name == "target" || name == "vendor" || name.to_string_lossy().starts_with('.') {
             continue;
         }
         if path.is_dir() {

@@ -11,8 +11,10 @@ use locara_test_artifacts::{TOOLS, TestHome};
 use serde_json::{Value, json};
 
 /// The built-in tools every home built by `cargo xtask build-tools` has.
-const BUILTIN: [&str; 7] = [
+/// The built-in tools a `TestHome` publishes (interpreter tools are published on demand).
+const BUILTIN: [&str; 8] = [
     "bash.read-only",
+    "code-exec.lua",
     "file.edit",
     "filesystem.list",
     "filesystem.read",

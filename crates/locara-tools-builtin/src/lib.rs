@@ -19,8 +19,10 @@
 //! | `file.edit`          | `file-edit`          | [`file_edit`]          |
 //! | `bash.read-only`     | `bash-read-only`     | [`bash_read_only`]     |
 //! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
+//! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
 
 pub mod abi;
+pub mod code_exec_lua;
 
 mod bash_read_only;
 mod file_edit;

@@ -51,7 +51,7 @@ fn every_manifest_has_a_bin_and_every_bin_a_manifest() {
         .map(|(stem, _)| stem.replace('.', "-"))
         .collect();
     assert_eq!(ids, bins());
-    assert_eq!(ids.len(), 7);
+    assert_eq!(ids.len(), 8);
 }
 
 #[test]

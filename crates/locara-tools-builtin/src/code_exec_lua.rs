@@ -1,0 +1,801 @@
+//! `code-exec.lua`: runs a Lua 5.5 chunk (the pure-Rust `luars` interpreter) and returns what
+//! it printed, its return values and the files it left in `out/`; the contract, shared with
+//! the other `code-exec.*` tools, is `docs/code-exec.md`.
+//!
+//! The chunk runs with the whole standard library. The host's sandbox is the only jail: the
+//! guest sees nothing but the per-call `/tmp`, so `io.open("/etc/passwd")` fails like any
+//! missing file, `os.getenv` finds no variables and `os.execute`/`io.popen` cannot start
+//! processes. Bytecode cannot be loaded (`load` of a `string.dump` result fails): the
+//! interpreter does not verify it. The working directory is `/tmp/work`, which holds the
+//! input `files` and an empty `out/`.
+//!
+//! Standard output is *streamed* into the JSON result: `{"stdout":"` is written first, then
+//! every `print`/`io.write` is JSON-escaped (lossy UTF-8, even when a character is split
+//! across two writes) and written through a 64 KiB buffer, so a print flood reaches the
+//! host's `output_bytes` limit instead of filling the guest's memory. Standard error
+//! (`io.stderr`) is kept in memory, at most [`STDERR_KEEP`] bytes. The rest of the object
+//! follows once the chunk has returned, or when it calls `os.exit`, which ends the program
+//! there like the real one (no `pcall` can catch it) with a normal result.
+//!
+//! `io.stdout` and `io.stderr` are Lua objects with the methods of a file (`write` returns
+//! the file, `close` refuses like for a standard file); `io.output`, `io.write`, `io.close`,
+//! `io.type` and `print` know about them. `io.stdin` is a real file holding the `stdin`
+//! argument. An error that escapes the chunk is a tool error (exit code 1) whose message is
+//! Lua's, with its traceback; a syntax error is one too. Bad `files` are exit code 2.
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use luars::{Lua, LuaApi, LuaState, LuaValue, SafeOption, Stdlib};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::abi::{self, ToolError};
+
+#[cfg(test)]
+mod tests;
+
+/// The most bytes of standard error kept; what follows is dropped and counted.
+pub const STDERR_KEEP: usize = 1 << 20;
+
+/// How deep Lua calls may nest before "stack overflow" (luars' default is only 1024).
+///
+/// Lua-to-Lua calls do not grow the native stack in luars, so this is bounded by memory
+/// (`LUAI_MAXSTACK` slots), as in C Lua.
+const MAX_CALL_DEPTH: usize = 200_000;
+
+/// How deep calls through Rust (metamethods, `pcall`, `gsub` callbacks, …) may nest before
+/// "C stack overflow". At C Lua's 200, some such recursions (a `pcall` that rethrows, a `gsub`
+/// callback) exhaust wasmi's 1000 wasm call frames first and end in a trap; at 120 every one
+/// tried ends in Lua's error on both engines.
+const MAX_C_STACK_DEPTH: usize = 120;
+
+/// The driver's own chunk name; its frames are cut from tracebacks.
+const DRIVER_NAME: &str = "=[code-exec]";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    code: String,
+    #[serde(default)]
+    stdin: String,
+    #[serde(default)]
+    files: Vec<FileIn>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileIn {
+    path: String,
+    content: String,
+    #[serde(default)]
+    encoding: Encoding,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Encoding {
+    #[default]
+    Utf8,
+    Base64,
+}
+
+/// Where a call keeps its files: `root` is `/tmp` in the sandbox.
+#[derive(Debug, Clone)]
+pub struct Dirs {
+    root: PathBuf,
+}
+
+impl Dirs {
+    /// A call whose temp dir is `root` (the sandbox's `/tmp`).
+    pub fn new(root: impl Into<PathBuf>) -> Dirs {
+        Dirs { root: root.into() }
+    }
+
+    /// The working directory: `<root>/work`.
+    pub fn work(&self) -> PathBuf {
+        self.root.join("work")
+    }
+
+    /// The folder whose files are returned: `<root>/work/out`.
+    pub fn out(&self) -> PathBuf {
+        self.work().join("out")
+    }
+
+    fn stdin(&self) -> PathBuf {
+        self.root.join(".code-exec-stdin")
+    }
+}
+
+/// The guest's entry point: reads the arguments from stdin, runs the chunk in `/tmp/work`,
+/// streams the result to stdout, and returns the exit code for `main`.
+///
+/// Natively (not wasm), `LOCARA_TOOL_TMP` replaces `/tmp` so the binary can be smoke-tested,
+/// and the working directory stays the process's own.
+pub fn main() -> ExitCode {
+    #[cfg(not(target_os = "wasi"))]
+    let root =
+        std::env::var_os("LOCARA_TOOL_TMP").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    #[cfg(target_os = "wasi")]
+    let root = PathBuf::from("/tmp");
+
+    let result = read_input().and_then(|input| {
+        let out = BufWriter::with_capacity(64 << 10, io::stdout());
+        run(
+            input,
+            &Dirs::new(root),
+            Box::new(out),
+            cfg!(target_os = "wasi"),
+        )
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let mut stderr = io::stderr().lock();
+            // A Lua error keeps its lines (message, then traceback); nothing useful is left to
+            // do if stderr itself is broken.
+            let _ =
+                writeln!(stderr, "{}", error.message().trim_end()).and_then(|()| stderr.flush());
+            ExitCode::from(error.kind().exit_code() as u8)
+        }
+    }
+}
+
+fn read_input() -> Result<Value, ToolError> {
+    let mut buf = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut buf)
+        .map_err(|e| ToolError::failed(format!("cannot read the arguments from stdin: {e}")))?;
+    serde_json::from_slice(&buf)
+        .map_err(|e| ToolError::bad_args(format!("the arguments on stdin are not valid JSON: {e}")))
+}
+
+/// Runs one call: places the input files under `dirs.work()`, runs the chunk, and writes the
+/// JSON result to `out` (flushed). With `chdir`, the process's working directory becomes
+/// `dirs.work()` first (the guest does this; native tests must not).
+///
+/// `os.exit` writes the rest of the result and ends the process with exit code 0.
+///
+/// # Errors
+/// Bad arguments or `files` ([`abi::ErrorKind::BadArgs`]); a Lua error or syntax error, with its
+/// message and traceback, or an I/O failure ([`abi::ErrorKind::Failed`]). What was already written
+/// to `out` is then incomplete and is not the answer.
+pub fn run(input: Value, dirs: &Dirs, out: Box<dyn Write>, chdir: bool) -> Result<(), ToolError> {
+    let args: Args = abi::parse_args(input)?;
+    place_files(dirs, &args.files)?;
+    std::fs::write(dirs.stdin(), args.stdin.as_bytes())
+        .map_err(|e| ToolError::failed(format!("cannot prepare the program's stdin: {e}")))?;
+    if chdir {
+        std::env::set_current_dir(dirs.work()).map_err(|e| {
+            ToolError::failed(format!("cannot enter the working directory /tmp/work: {e}"))
+        })?;
+    }
+
+    let session = Rc::new(RefCell::new(Session::new(out, dirs.clone())));
+    session
+        .borrow_mut()
+        .stdout
+        .begin()
+        .map_err(|e| write_failed(&e))?;
+    let outcome = run_lua(&args, dirs, &session)?;
+    let mut session = session.borrow_mut();
+    match outcome {
+        Outcome::Returned(result) => session.finish(0, result.as_deref()),
+        Outcome::Error(message) => Err(ToolError::failed(message)),
+    }
+}
+
+/// How the chunk ended, as the driver reported it.
+#[derive(Debug)]
+enum Outcome {
+    /// It returned: its values through `tostring`, tab-separated, or `None`.
+    Returned(Option<String>),
+    /// A syntax error, or an error that escaped it, with the traceback.
+    Error(String),
+}
+
+/// Everything the Lua side writes to, shared by the Rust functions it calls.
+struct Session {
+    stdout: JsonStringWriter<Box<dyn Write>>,
+    stderr: Vec<u8>,
+    stderr_dropped: u64,
+    dirs: Dirs,
+    outcome: Option<Outcome>,
+}
+
+impl Session {
+    fn new(out: Box<dyn Write>, dirs: Dirs) -> Session {
+        Session {
+            stdout: JsonStringWriter::new(out),
+            stderr: Vec::new(),
+            stderr_dropped: 0,
+            dirs,
+            outcome: None,
+        }
+    }
+
+    fn write_stderr(&mut self, bytes: &[u8]) {
+        let room = STDERR_KEEP.saturating_sub(self.stderr.len());
+        let kept = bytes.len().min(room);
+        self.stderr.extend_from_slice(&bytes[..kept]);
+        self.stderr_dropped += (bytes.len() - kept) as u64;
+    }
+
+    /// Closes the `stdout` string and writes the rest of the result object.
+    fn finish(&mut self, exit_code: i64, result: Option<&str>) -> Result<(), ToolError> {
+        let mut stderr = String::from_utf8_lossy(&self.stderr).into_owned();
+        if self.stderr_dropped > 0 {
+            let _ = write!(
+                stderr,
+                "\n[stderr truncated: {} more bytes were dropped]",
+                self.stderr_dropped
+            );
+        }
+        let files = list_out_files(&self.dirs.out())?;
+        let w = &mut self.stdout;
+        w.end().map_err(|e| write_failed(&e))?;
+        let mut tail = format!(
+            ",\"stderr\":{},\"exit_code\":{exit_code},\"result\":{},\"files\":[",
+            Value::String(stderr),
+            result.map_or(Value::Null, |r| Value::String(r.to_owned()))
+        );
+        let out = w.inner();
+        for (index, (display, full)) in files.iter().enumerate() {
+            let bytes = std::fs::read(full).map_err(|e| {
+                ToolError::failed(format!("cannot read the output file {display}: {e}"))
+            })?;
+            if index > 0 {
+                tail.push(',');
+            }
+            let _ = write!(tail, "{{\"path\":{},", Value::String(display.clone()));
+            match std::str::from_utf8(&bytes) {
+                Ok(text) => {
+                    tail.push_str("\"encoding\":\"utf8\",\"content\":\"");
+                    out.write_all(tail.as_bytes())
+                        .and_then(|()| write_escaped(out, text))
+                        .map_err(|e| write_failed(&e))?;
+                }
+                Err(_) => {
+                    tail.push_str("\"encoding\":\"base64\",\"content\":\"");
+                    out.write_all(tail.as_bytes())
+                        .and_then(|()| write_base64(out, &bytes))
+                        .map_err(|e| write_failed(&e))?;
+                }
+            }
+            tail = format!("\",\"size_bytes\":{}}}", bytes.len());
+        }
+        tail.push_str("]}\n");
+        out.write_all(tail.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| write_failed(&e))
+    }
+}
+
+fn write_failed(error: &io::Error) -> ToolError {
+    ToolError::failed(format!("cannot write the result to stdout: {error}"))
+}
+
+/// Writes a JSON string's contents, a piece at a time, from bytes that may split a UTF-8
+/// character between two writes. Invalid UTF-8 becomes U+FFFD, as `String::from_utf8_lossy`
+/// does for the whole.
+struct JsonStringWriter<W: Write> {
+    out: W,
+    /// The start of a character whose remaining bytes have not been written yet (at most 3).
+    pending: Vec<u8>,
+}
+
+impl<W: Write> JsonStringWriter<W> {
+    fn new(out: W) -> Self {
+        JsonStringWriter {
+            out,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Writes `{"stdout":"`.
+    fn begin(&mut self) -> io::Result<()> {
+        self.out.write_all(b"{\"stdout\":\"")
+    }
+
+    fn write_bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let joined;
+        let mut rest = bytes;
+        if !self.pending.is_empty() {
+            let mut buf = std::mem::take(&mut self.pending);
+            buf.extend_from_slice(bytes);
+            joined = buf;
+            rest = &joined;
+        }
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => return write_escaped(&mut self.out, text),
+                Err(error) => {
+                    let (valid, invalid) = rest.split_at(error.valid_up_to());
+                    if let Ok(text) = std::str::from_utf8(valid) {
+                        write_escaped(&mut self.out, text)?;
+                    }
+                    match error.error_len() {
+                        Some(len) => {
+                            self.out.write_all("\u{FFFD}".as_bytes())?;
+                            rest = &invalid[len..];
+                        }
+                        None => {
+                            self.pending = invalid.to_vec();
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the string: a character left incomplete becomes U+FFFD, then the closing quote.
+    fn end(&mut self) -> io::Result<()> {
+        if !std::mem::take(&mut self.pending).is_empty() {
+            self.out.write_all("\u{FFFD}".as_bytes())?;
+        }
+        self.out.write_all(b"\"")
+    }
+
+    fn inner(&mut self) -> &mut W {
+        &mut self.out
+    }
+}
+
+/// Writes `text` JSON-escaped, without quotes.
+fn write_escaped(out: &mut (impl Write + ?Sized), text: &str) -> io::Result<()> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f => &[],
+            _ => continue,
+        };
+        out.write_all(&bytes[start..i])?;
+        if escape.is_empty() {
+            write!(out, "\\u{b:04x}")?;
+        } else {
+            out.write_all(escape)?;
+        }
+        start = i + 1;
+    }
+    out.write_all(&bytes[start..])
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Writes `bytes` as standard base64 with padding.
+fn write_base64(out: &mut (impl Write + ?Sized), bytes: &[u8]) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(8192);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                buf.push(BASE64[(n >> (18 - 6 * i) & 63) as usize]);
+            } else {
+                buf.push(b'=');
+            }
+        }
+        if buf.len() >= 8188 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)
+}
+
+#[cfg(test)]
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = write_base64(&mut out, bytes);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Decodes standard base64; padding is optional, whitespace is ignored.
+fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut acc, mut bits, mut padding) = (0u32, 0u32, 0usize);
+    for (i, c) in text.char_indices() {
+        let value = match c {
+            'A'..='Z' => c as u32 - 'A' as u32,
+            'a'..='z' => c as u32 - 'a' as u32 + 26,
+            '0'..='9' => c as u32 - '0' as u32 + 52,
+            '+' => 62,
+            '/' => 63,
+            '=' => {
+                padding += 1;
+                continue;
+            }
+            c if c.is_ascii_whitespace() => continue,
+            c => return Err(format!("invalid base64: {c:?} at offset {i}")),
+        };
+        if padding > 0 {
+            return Err(format!(
+                "invalid base64: data after '=' padding at offset {i}"
+            ));
+        }
+        acc = acc << 6 | value;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // 6 leftover bits can never be a whole byte: the length is wrong (e.g. "QUJDR").
+    if bits >= 6 || padding > 2 {
+        return Err("invalid base64: the length is not a whole number of bytes".to_owned());
+    }
+    Ok(out)
+}
+
+/// Creates `work/` and `work/out/`, then writes each input file.
+fn place_files(dirs: &Dirs, files: &[FileIn]) -> Result<(), ToolError> {
+    let work = dirs.work();
+    std::fs::create_dir_all(dirs.out())
+        .map_err(|e| ToolError::failed(format!("cannot create the working directory: {e}")))?;
+    for (index, file) in files.iter().enumerate() {
+        let bad =
+            |why: String| ToolError::bad_args(format!("files[{index}] ({:?}): {why}", file.path));
+        let relative = check_relative(&file.path).map_err(bad)?;
+        let bytes = match file.encoding {
+            Encoding::Utf8 => file.content.clone().into_bytes(),
+            Encoding::Base64 => base64_decode(&file.content).map_err(bad)?,
+        };
+        let full = work.join(&relative);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| bad(format!("cannot create its folder: {e}")))?;
+        }
+        std::fs::write(&full, bytes).map_err(|e| match e.kind() {
+            io::ErrorKind::IsADirectory => bad("a folder of that name already exists".to_owned()),
+            _ => bad(format!("cannot write it: {e}")),
+        })?;
+    }
+    Ok(())
+}
+
+/// Checks an input file's path: relative, `/`-separated, no `..`, not empty; drops `.`.
+fn check_relative(path: &str) -> Result<String, String> {
+    if path.starts_with('/') {
+        return Err("the path must be relative to the working directory, not absolute".to_owned());
+    }
+    if path.contains('\0') {
+        return Err("the path contains a NUL character".to_owned());
+    }
+    if path.ends_with('/') {
+        return Err("the path names a folder; give a file name".to_owned());
+    }
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            ".." => return Err("the path must not contain \"..\"".to_owned()),
+            "" | "." => {}
+            part => parts.push(part),
+        }
+    }
+    if parts.is_empty() {
+        return Err("the path is empty".to_owned());
+    }
+    Ok(parts.join("/"))
+}
+
+/// Every regular file under `out`, as `("out/…", full path)`, in path order.
+fn list_out_files(out: &Path) -> Result<Vec<(String, PathBuf)>, ToolError> {
+    let mut files = Vec::new();
+    let mut stack = vec![(String::from("out"), out.to_path_buf())];
+    while let Some((display, dir)) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // The program removed or replaced `out/`: nothing to return from it.
+            Err(_) => continue,
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| {
+                ToolError::failed(format!("cannot list the output folder {display}: {e}"))
+            })?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let child = format!("{display}/{name}");
+            let kind = entry.file_type().map_err(|e| {
+                ToolError::failed(format!("cannot inspect the output file {child}: {e}"))
+            })?;
+            if kind.is_dir() {
+                stack.push((child, entry.path()));
+            } else if kind.is_file() {
+                files.push((child, entry.path()));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Sets up the interpreter, runs the driver, and returns how the chunk ended.
+fn run_lua(args: &Args, dirs: &Dirs, session: &Rc<RefCell<Session>>) -> Result<Outcome, ToolError> {
+    let mut lua = Lua::new(SafeOption {
+        max_call_depth: MAX_CALL_DEPTH,
+        max_c_stack_depth: MAX_C_STACK_DEPTH,
+        allow_load_bytecode: false,
+        ..SafeOption::default()
+    });
+    let internal =
+        |what: &str| ToolError::failed(format!("cannot start the Lua interpreter: {what}"));
+    lua.open_stdlib(Stdlib::All)
+        .map_err(|e| internal(&e.to_string()))?;
+
+    let state = lua.global_state_mut();
+    let s = Rc::clone(session);
+    state
+        .register_function("__code_exec_out", move |l| {
+            let mut session = s.borrow_mut();
+            for_each_string_arg(l, |bytes| session.stdout.write_bytes(bytes))
+        })
+        .map_err(|e| internal(&e.to_string()))?;
+    let s = Rc::clone(session);
+    state
+        .register_function("__code_exec_err", move |l| {
+            let mut session = s.borrow_mut();
+            for_each_string_arg(l, |bytes| {
+                session.write_stderr(bytes);
+                Ok(())
+            })
+        })
+        .map_err(|e| internal(&e.to_string()))?;
+    let s = Rc::clone(session);
+    state
+        .register_function("__code_exec_report", move |l| {
+            let kind = l.get_arg(1).and_then(|v| v.as_str().map(str::to_owned));
+            let value = l.get_arg(2).and_then(|v| {
+                v.as_bytes()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+            });
+            let outcome = match kind.as_deref() {
+                Some("ok") => Outcome::Returned(value),
+                _ => Outcome::Error(value.unwrap_or_else(|| "(no error message)".to_owned())),
+            };
+            s.borrow_mut().outcome = Some(outcome);
+            Ok(0)
+        })
+        .map_err(|e| internal(&e.to_string()))?;
+    let s = Rc::clone(session);
+    state
+        .register_function("__code_exec_exit", move |l| {
+            let code = exit_status(l)?;
+            let finished = s.borrow_mut().finish(code, None);
+            match finished {
+                // `os.exit` ends the program here, as the real one does: no `pcall` catches it.
+                Ok(()) => std::process::exit(0),
+                Err(error) => {
+                    let _ = writeln!(io::stderr(), "{}", error.message());
+                    std::process::exit(error.kind().exit_code())
+                }
+            }
+        })
+        .map_err(|e| internal(&e.to_string()))?;
+
+    let stdin_path = dirs.stdin().to_string_lossy().into_owned();
+    let tmp_root = dirs.root.to_string_lossy().into_owned();
+    let ran = lua.load(DRIVER).set_name(DRIVER_NAME).call::<_, ()>((
+        args.code.as_str(),
+        stdin_path.as_str(),
+        tmp_root.as_str(),
+    ));
+    let outcome = session.borrow_mut().outcome.take();
+    match (outcome, ran) {
+        (Some(Outcome::Error(message)), _) => Ok(Outcome::Error(trim_traceback(&message))),
+        (Some(outcome), _) => Ok(outcome),
+        (None, Err(error)) => Ok(Outcome::Error(format!("the Lua program failed: {error}"))),
+        (None, Ok(())) => Err(ToolError::failed(
+            "the Lua driver ended without a result (a bug in code-exec.lua)",
+        )),
+    }
+}
+
+/// Calls `write` with the bytes of every argument, which must all be strings.
+fn for_each_string_arg(
+    l: &mut LuaState,
+    mut write: impl FnMut(&[u8]) -> io::Result<()>,
+) -> luars::LuaResult<usize> {
+    let mut i = 1;
+    while let Some(arg) = l.get_arg(i) {
+        let Some(bytes) = arg.as_bytes() else {
+            return Err(l.error(format!("bad argument #{i} (string expected)")));
+        };
+        if let Err(e) = write(bytes) {
+            return Err(l.error(format!("cannot write the program's output: {e}")));
+        }
+        i += 1;
+    }
+    Ok(0)
+}
+
+/// `os.exit`'s status: `true` or none is 0, `false` is 1, else the integer given.
+fn exit_status(l: &mut LuaState) -> luars::LuaResult<i64> {
+    let arg = l.get_arg(1).unwrap_or_else(LuaValue::nil);
+    if arg.is_nil() {
+        return Ok(0);
+    }
+    if let Some(b) = arg.as_boolean() {
+        return Ok(if b { 0 } else { 1 });
+    }
+    if let Some(n) = arg.as_integer() {
+        return Ok(n);
+    }
+    Err(l.error("bad argument #1 to 'exit' (number has no integer representation)".to_owned()))
+}
+
+/// Cuts the driver's own frames (the `xpcall` that runs the chunk, and below) from a traceback.
+fn trim_traceback(message: &str) -> String {
+    let driver = &DRIVER_NAME[1..];
+    let lines: Vec<&str> = message.lines().collect();
+    let Some(first_driver) = lines.iter().position(|l| l.contains(driver)) else {
+        return message.to_owned();
+    };
+    let mut end = first_driver;
+    // The `[C]: in … 'xpcall'` line just above the driver's frame is the driver's too.
+    if end > 0
+        && lines[end - 1].trim_start().starts_with("[C]:")
+        && lines[end - 1].contains("xpcall")
+    {
+        end -= 1;
+    }
+    lines[..end].join("\n")
+}
+
+/// Runs inside the interpreter: installs the streams, then loads and runs the user's chunk.
+/// Its arguments: the code, the path of the file holding stdin, and the temp dir. The Rust functions it
+/// needs arrive as globals and are removed before the user's code runs.
+const DRIVER: &str = r#"
+local code, stdin_path, tmp_root = ...
+local raw_out, raw_err, report, exit = __code_exec_out, __code_exec_err, __code_exec_report, __code_exec_exit
+__code_exec_out, __code_exec_err, __code_exec_report, __code_exec_exit = nil, nil, nil, nil
+
+local type, select, tostring, error, load, xpcall, pcall, setmetatable =
+      type, select, tostring, error, load, xpcall, pcall, setmetatable
+local getmetatable, traceback = debug.getmetatable, debug.traceback
+local format, concat, pack = string.format, table.concat, table.pack
+local io_open, io_type, io_output, io_input = io.open, io.type, io.output, io.input
+
+-- Standard output and error: objects with a file's methods over the host's streams.
+local function std_stream(name, raw)
+  local stream = {}
+  local methods = {}
+  function methods.write(self, ...)
+    for i = 1, select('#', ...) do
+      local v = select(i, ...)
+      local t = type(v)
+      if t ~= "string" then
+        if t == "number" then
+          v = tostring(v)
+        else
+          error(format("bad argument #%d to 'write' (string expected, got %s)", i, t), 2)
+        end
+      end
+      raw(v)
+    end
+    return self
+  end
+  function methods.flush(self) return self end
+  function methods.setvbuf() return true end
+  function methods.close() return nil, "cannot close standard file" end
+  function methods.seek() return nil, "Illegal seek", 29 end
+  function methods.read() return nil, "Bad file descriptor", 9 end
+  function methods.lines() error(name .. " is not readable", 2) end
+  return setmetatable(stream, {
+    __index = methods,
+    __name = "FILE*",
+    __tostring = function() return "file (" .. name .. ")" end,
+  })
+end
+
+local stdout, stderr = std_stream("stdout", raw_out), std_stream("stderr", raw_err)
+local current_out = stdout
+io.stdout, io.stderr = stdout, stderr
+
+function io.type(f)
+  if f == stdout or f == stderr then return "file" end
+  return io_type(f)
+end
+function io.output(f)
+  if f == nil then return current_out end
+  if f == stdout or f == stderr then current_out = f return f end
+  current_out = io_output(f)
+  return current_out
+end
+function io.write(...)
+  return current_out:write(...)
+end
+function io.close(f)
+  return (f or current_out):close()
+end
+function print(...)
+  local n = select('#', ...)
+  if n == 1 then
+    raw_out(tostring((...)), "\n")
+    return
+  end
+  local parts = {}
+  for i = 1, n do parts[i] = tostring((select(i, ...))) end
+  raw_out(concat(parts, "\t"), "\n")
+end
+
+local stdin = io_open(stdin_path, "r")
+if stdin then
+  io.stdin = stdin
+  io_input(stdin)
+end
+
+os.exit = function(status) exit(status) end
+
+-- No processes: say so as C Lua does where it has no popen or shell (luars' wasm build calls
+-- every popen mode invalid, and claims a shell). difftime returns a float, as in C Lua.
+function io.popen() error("'popen' not supported", 2) end
+function os.execute(command)
+  if command == nil then return false end
+  return nil, "exit", 127
+end
+local difftime = os.difftime
+function os.difftime(t2, t1) return difftime(t2, t1) + 0.0 end
+
+-- luars' io.tmpfile asks for the system temp dir, which wasm has not: a file in /tmp that is
+-- unlinked at once, as the C library does.
+local os_remove, tmpfiles = os.remove, 0
+function io.tmpfile()
+  tmpfiles = tmpfiles + 1
+  local name = tmp_root .. "/.code-exec-tmpfile-" .. tmpfiles
+  local f, err, code = io_open(name, "w+b")
+  if f then os_remove(name) end
+  return f, err, code
+end
+
+local fn, err = load(code, "@input", "t")
+if not fn then
+  return report("error", err)
+end
+
+local function handler(e)
+  local msg = e
+  if type(e) ~= "string" then
+    local mt = getmetatable(e)
+    if mt and mt.__tostring then
+      local ok, s = pcall(tostring, e)
+      msg = ok and s or format("(error object is a %s value)", type(e))
+    elseif type(e) == "number" then
+      msg = tostring(e)
+    else
+      msg = format("(error object is a %s value)", type(e))
+    end
+  end
+  return traceback(msg, 2)
+end
+
+local r = pack(xpcall(fn, handler))
+if not r[1] then
+  return report("error", r[2])
+end
+if r.n == 1 or (r.n == 2 and r[2] == nil) then
+  return report("ok")
+end
+local ok, rendered = xpcall(function()
+  local parts = {}
+  for i = 2, r.n do parts[#parts + 1] = tostring(r[i]) end
+  return concat(parts, "\t")
+end, handler)
+return report(ok and "ok" or "error", rendered)
+"#;
