@@ -148,6 +148,12 @@ fn main() {
         writeln!(code, "    ({id:?}, {:?}),", manifest.display().to_string()).unwrap();
     }
     writeln!(code, "];").unwrap();
+    writeln!(
+        code,
+        "/// A compiled-module cache shared by every test process (see `LocaraConfig::with_compiled_cache`).\npub const SHARED_COMPILED_CACHE: &str = {:?};",
+        target_dir.join("compiled-cache").display().to_string()
+    )
+    .unwrap();
     writeln!(code, "/// Calls `$m!(test_name, \"tool.id\")` for every built-in tool, so that a tool without a test").unwrap();
     writeln!(code, "/// fails to compile where the tests match on it.").unwrap();
     writeln!(

@@ -32,7 +32,16 @@ static BUILTIN: LazyLock<Vec<(String, Schema)>> = LazyLock::new(|| {
     paths
         .iter()
         .map(|path| {
-            let template = std::fs::read_to_string(path).expect("a readable template");
+            // Only the input schema matters here; an interpreter template's `driver_file` is
+            // resolved at publish time (locara-upstream), so its section is left out.
+            let mut template: Value = serde_json::from_str(
+                &std::fs::read_to_string(path).expect("a readable template"),
+            )
+            .expect("a template is JSON");
+            if let Some(object) = template.as_object_mut() {
+                object.remove("interpreter");
+            }
+            let template = template.to_string();
             let artifact = Artifact::new(
                 "tool.wasm",
                 Sha256Hex::new("0".repeat(64)).expect("a well-formed sha256"),

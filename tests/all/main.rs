@@ -8,3 +8,5 @@ mod minimal_host;
 mod app_tools;
 // The code-exec.lua tool: a Lua interpreter in the sandbox, on both engines.
 mod code_exec_lua;
+// code-exec.js: an upstream QuickJS-ng module made a tool by its driver script.
+mod code_exec_js;

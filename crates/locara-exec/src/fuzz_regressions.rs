@@ -57,8 +57,13 @@ fn schema_arguments(data: &[u8]) -> String {
         .iter()
         .map(|path| {
             let artifact = Artifact::new("x.wasm", Sha256Hex::new("0".repeat(64)).unwrap(), 1);
-            let template = std::fs::read_to_string(path).unwrap();
-            let manifest = ToolManifest::from_template_json(&template, artifact).unwrap();
+            // Only the input schema matters here; an interpreter template's `driver_file` is
+            // resolved at publish time (locara-upstream), so its section is left out.
+            let mut template: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            template.as_object_mut().unwrap().remove("interpreter");
+            let manifest =
+                ToolManifest::from_template_json(&template.to_string(), artifact).unwrap();
             let tool = manifest.tool_ref().to_string();
             let validator = compile(&tool, "input_schema", &manifest.input_schema).unwrap();
             format!("\n  {tool}: {}", outcome(&validator, &arguments))
@@ -90,6 +95,9 @@ fn schema_arguments_regressions() {
         deep-arguments.json: not JSON: recursion limit exceeded at line 1 column 136
         escaped-keys.json: 
           bash.read-only@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.js@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.lua@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.python@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           file.edit@0.1.0: at /: "path" is a required property (required at /required) (+2 more)
           filesystem.list@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties)
           filesystem.read@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
@@ -98,6 +106,9 @@ fn schema_arguments_regressions() {
           text.chunk@0.1.0: at /text: 1 is not of type "string" (type at /properties/text/type) (+1 more)
         huge-integer.json: 
           bash.read-only@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.js@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.lua@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.python@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           file.edit@0.1.0: at /: "path" is a required property (required at /required) (+2 more)
           filesystem.list@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties)
           filesystem.read@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
@@ -107,6 +118,9 @@ fn schema_arguments_regressions() {
         lone-surrogate.json: not JSON: unexpected end of hex escape at line 1 column 17
         nested-127.json: 
           bash.read-only@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.js@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.lua@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          code-exec.python@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           file.edit@0.1.0: at /: "path" is a required property (required at /required) (+2 more)
           filesystem.list@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties)
           filesystem.read@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)

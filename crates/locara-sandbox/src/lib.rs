@@ -46,6 +46,8 @@ mod config;
 mod error;
 mod limits;
 mod outcome;
+#[cfg(feature = "preinit")]
+mod preinit;
 mod run;
 #[cfg(feature = "wasmi")]
 mod start_export;

@@ -28,13 +28,13 @@ use crate::{
 
 const BACKEND: &str = "wasmtime";
 /// How often the epoch advances: the granularity of wall-clock deadlines.
-const TICK: Duration = Duration::from_millis(10);
+pub(crate) const TICK: Duration = Duration::from_millis(10);
 /// The most memory one instance may have with the pooling allocator.
 const POOL_MEMORY_BYTES: usize = 1 << 30;
 
-struct StoreData {
-    wasi: WasiCtx,
-    memory: MemoryLimiter,
+pub(crate) struct StoreData {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) memory: MemoryLimiter,
 }
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
@@ -80,7 +80,7 @@ pub(crate) struct WasmtimeBackend {
     ticker: Arc<Ticker>,
 }
 
-fn engine_error(error: impl std::fmt::Display) -> Error {
+pub(crate) fn engine_error(error: impl std::fmt::Display) -> Error {
     Error::Engine {
         backend: BACKEND,
         message: error.to_string(),
@@ -257,7 +257,7 @@ fn with_memory<R>(
     f(&mut data.wasi, mem).map_err(wasmtime::Error::new)
 }
 
-fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
+pub(crate) fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
     let mut linker = Linker::new(engine);
     macro_rules! link {
         ($f:ident($($arg:ident: $ty:ty),*)) => {
@@ -338,7 +338,7 @@ impl std::fmt::Debug for WasmtimeModule {
 }
 
 /// Classifies an error that came out of instantiation or `_start`.
-fn end_of(error: &wasmtime::Error) -> Option<EngineEnd> {
+pub(crate) fn end_of(error: &wasmtime::Error) -> Option<EngineEnd> {
     if error.downcast_ref::<Stop>().is_some() {
         return Some(EngineEnd::Stopped);
     }

@@ -46,12 +46,41 @@ fn bins() -> BTreeSet<String> {
 
 #[test]
 fn every_manifest_has_a_bin_and_every_bin_a_manifest() {
+    // An interpreter tool's module is an upstream file, not a bin of this crate.
     let ids: BTreeSet<String> = manifests()
         .into_iter()
+        .filter(|(_, m)| m.get("interpreter").is_none())
         .map(|(stem, _)| stem.replace('.', "-"))
         .collect();
     assert_eq!(ids, bins());
     assert_eq!(ids.len(), 8);
+}
+
+#[test]
+fn interpreter_templates_name_their_driver_and_upstream() {
+    let mut interpreters = Vec::new();
+    for (stem, m) in manifests() {
+        let Some(interpreter) = m.get("interpreter") else {
+            continue;
+        };
+        let driver = interpreter["driver_file"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{stem}: a template names its driver by `driver_file`"));
+        assert!(
+            crate_dir().join("manifests").join(driver).is_file(),
+            "{stem}: no driver at {driver}"
+        );
+        assert!(interpreter.get("driver").is_none(), "{stem}");
+        // The tool is the upstream module run by our driver: it carries the module's license.
+        let upstream_license = interpreter["upstream"]["license"].as_str().unwrap();
+        assert!(
+            m["license"].as_str().unwrap().contains(upstream_license),
+            "{stem}: the license must include the module's {upstream_license}"
+        );
+        assert_eq!(interpreter["upstream"]["registry"], "pypi", "{stem}");
+        interpreters.push(stem);
+    }
+    assert_eq!(interpreters, ["code-exec.js", "code-exec.python"]);
 }
 
 #[test]
@@ -60,7 +89,9 @@ fn manifest_templates_follow_the_spec_notes() {
         assert_eq!(m["id"], stem.as_str());
         assert_eq!(m["schema_version"], 1, "{stem}");
         assert_eq!(m["version"], "0.1.0", "{stem}");
-        assert_eq!(m["license"], "Apache-2.0", "{stem}");
+        if m.get("interpreter").is_none() {
+            assert_eq!(m["license"], "Apache-2.0", "{stem}");
+        }
         for filled_in_by_xtask in ["artifact", "validated_at", "validated_by"] {
             assert!(
                 m.get(filled_in_by_xtask).is_none(),

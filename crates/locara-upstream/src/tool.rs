@@ -45,6 +45,10 @@ pub enum PrepareError {
     },
 }
 
+/// Changes whenever a pre-initializer's output changes for the same input, so that modules
+/// derived by an older one are not reused from the cache.
+const PREINIT_FORMAT: u32 = 1;
+
 /// Whether the template at `template` (JSON text) declares an `interpreter`.
 pub fn is_interpreter_template(template: &str) -> bool {
     serde_json::from_str::<Value>(template).is_ok_and(|v| v.get("interpreter").is_some())
@@ -104,8 +108,9 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
         "preinitialized" => {
             let key = crate::fetch::sha256_hex(
                 format!(
-                    "locara-upstream {} preinit\n{}\n{}\n{}",
+                    "locara-upstream {} preinit {}\n{}\n{}\n{}",
                     env!("CARGO_PKG_VERSION"),
+                    PREINIT_FORMAT,
                     pin.sha256,
                     interpreter["argv"],
                     interpreter["driver"]
@@ -138,16 +143,28 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
     })
 }
 
-/// Derives a `preinitialized` module from its upstream module, by the interpreter's kind.
+/// Derives a `preinitialized` module from its upstream module: the CPython build of
+/// `code-exec.python` is the one pre-initializer there is (see [`crate::cpython`]).
 ///
 /// # Errors
 /// When no pre-initializer knows the upstream module, or pre-initialization fails.
 pub fn derive(upstream: &[u8], interpreter: &Value) -> Result<Vec<u8>, String> {
-    let _ = upstream;
-    Err(format!(
-        "no pre-initializer is available for {}",
-        interpreter["upstream"]["path"]
-    ))
+    #[cfg(feature = "cpython")]
+    {
+        use locara_sandbox::{BackendKind, Sandbox, SandboxConfig};
+        let driver = interpreter["driver"].as_str().unwrap_or_default();
+        let sandbox =
+            Sandbox::new(&SandboxConfig::new(BackendKind::Wasmtime)).map_err(|e| e.to_string())?;
+        crate::cpython::preinitialize(&sandbox, upstream, driver).map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "cpython"))]
+    {
+        let _ = upstream;
+        Err(format!(
+            "{} needs pre-initialization: build locara-upstream with its `cpython` feature",
+            interpreter["upstream"]["path"]
+        ))
+    }
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

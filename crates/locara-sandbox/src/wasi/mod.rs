@@ -219,6 +219,22 @@ impl WasiCtx {
         }
     }
 
+    /// The descriptors the guest opened and has not closed (neither stdio nor a preopen).
+    #[cfg(feature = "preinit")]
+    pub(crate) fn guest_opened_fds(&self) -> Vec<usize> {
+        self.table
+            .iter()
+            .enumerate()
+            .filter(|(_, desc)| {
+                matches!(
+                    desc,
+                    Some(Desc::File(_) | Desc::Dir(DirDesc { preopen: None, .. }))
+                )
+            })
+            .map(|(fd, _)| fd)
+            .collect()
+    }
+
     /// Ends the call if it was cancelled or its deadline has passed. Every host function calls
     /// this first, so a guest that spins in host calls is stopped on every engine; the Wasmtime
     /// backend also calls it at every epoch tick.

@@ -1,3 +1,5 @@
+//! Fetching pinned files from PyPI: the real thing, against a small wheel.
+
 use super::*;
 
 /// A small, stable file of a small wheel (`six.py` of six 1.16.0).

@@ -1,0 +1,513 @@
+"""The driver of `code-exec.python`: CPython speaking the tool ABI (docs/code-exec.md).
+
+Reads one JSON object on stdin (`code`, `stdin`, `files`), writes `files` under /tmp/work (the
+working directory, with an empty `out/`), runs `code` as the body of a fresh `__main__` module
+and writes one JSON object on stdout: `stdout`, `stderr`, `exit_code`, `result`, `files`.
+
+- stdout is streamed: `{"stdout":"` is written first, then every write is JSON-escaped (lossy
+  UTF-8) and written through a 64 KiB buffer, so a print flood reaches the host's output limit
+  instead of filling the guest's memory. stderr is kept in memory, at most 1 MiB.
+- `result` is `repr` of the value of the code's final expression statement, `null` when there
+  is none or it is `None`.
+- `sys.exit(n)` ends the code with exit_code n in a normal result. An uncaught exception, or a
+  syntax error, is a tool error: its traceback (without the driver's frames) on the real stderr
+  and exit code 1. Bad `files` (or arguments) are exit code 2. A MemoryError ends the process
+  with exit code 1, which the host reports as the memory limit when memory growth was refused.
+
+The code shares the process's file descriptors: writing to fd 1 directly (`os.write(1, ...)`)
+bypasses the capture and makes the output invalid JSON, which the host reports as such.
+
+Run as `python -c <this file>`, the module runs one call and exits. With the extra argument
+`--locara-preinit` it only defines `__locara_main`, imports the commonly used standard modules
+(re, math, datetime, decimal, collections, ...) and runs one warm-up: the build snapshots the
+interpreter at that point (locara-upstream's `cpython` module), and each call of the snapshot
+runs `__locara_main()`. Everything the snapshot froze that must differ between calls is reset at
+the start of a call: `random` is reseeded from the host's entropy. The string hash seed cannot
+be: it is fixed when the snapshot is built, so the iteration order of a set of strings is the
+same in every call (as with a fixed PYTHONHASHSEED).
+"""
+
+# Only what every call needs; the rest is imported where it is used (a plain run pays for
+# every import: the standard library is compiled from source).
+import _ast
+import builtins
+import codecs
+import gc
+import io
+import json
+import os
+import sys
+import types
+
+_WORK = "/tmp/work"
+_OUT = _WORK + "/out"
+_CODE_NAME = "<code>"
+_PREINIT_FLAG = "--locara-preinit"
+_STDOUT_BUFFER = 64 << 10
+_STDERR_KEEP = 1 << 20
+_encode_json_string = json.encoder.encode_basestring
+
+
+class _BadArgs(Exception):
+    """The arguments cannot be used (exit code 2)."""
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _clean_text(text):
+    """`text` without lone surrogates (each becomes U+FFFD), so that it encodes to UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+class _ByteSink(io.RawIOBase):
+    """`sys.stdout.buffer` / `sys.stderr.buffer`: bytes are decoded (lossy UTF-8) and passed on."""
+
+    def __init__(self, text_stream):
+        super().__init__()
+        self._text = text_stream
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        data = bytes(data)
+        self._text._write_bytes(data)
+        return len(data)
+
+
+class _TextSink(io.TextIOBase):
+    """A text stream that is not a file (no `fileno`), with a bytes `buffer`."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self):
+        super().__init__()
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.buffer = _ByteSink(self)
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        self._emit(text)
+        return len(text)
+
+    def _write_bytes(self, data):
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        self._emit(self._decoder.decode(data))
+
+    def _end_bytes(self):
+        self._emit(self._decoder.decode(b"", True))
+
+
+class _StreamedStdout(_TextSink):
+    """stdout, JSON-escaped into the result as it is written."""
+
+    def __init__(self):
+        super().__init__()
+        self._pending = []
+        self._size = 0
+
+    def _emit(self, text):
+        if not text:
+            return
+        escaped = _encode_json_string(_clean_text(text))[1:-1].encode("utf-8")
+        self._pending.append(escaped)
+        self._size += len(escaped)
+        if self._size >= _STDOUT_BUFFER:
+            self._drain()
+
+    def flush(self):
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+
+    def _drain(self):
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending = []
+            self._size = 0
+            _write_all(1, data)
+
+
+class _CapturedStderr(_TextSink):
+    """stderr, kept in memory up to _STDERR_KEEP bytes."""
+
+    def __init__(self):
+        super().__init__()
+        self._kept = []
+        self._size = 0
+        self._dropped = 0
+
+    def _emit(self, text):
+        data = _clean_text(text).encode("utf-8")
+        room = _STDERR_KEEP - self._size
+        if len(data) > room:
+            self._dropped += len(data) - max(room, 0)
+            data = data[: max(room, 0)]
+        if data:
+            self._kept.append(data)
+            self._size += len(data)
+
+    def flush(self):
+        pass
+
+    def text(self):
+        text = b"".join(self._kept).decode("utf-8", "replace")
+        if self._dropped:
+            text += f"\n[stderr truncated: {self._dropped} more bytes were dropped]"
+        return text
+
+
+def _read_input():
+    chunks = []
+    while True:
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    try:
+        args = json.loads(b"".join(chunks))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise _BadArgs(f"the arguments are not valid JSON: {error}") from None
+    if not isinstance(args, dict):
+        raise _BadArgs("the arguments must be a JSON object")
+    unknown = sorted(set(args) - {"code", "stdin", "files"})
+    if unknown:
+        raise _BadArgs(f"unknown argument {unknown[0]!r} (expected code, stdin, files)")
+    code = args.get("code")
+    if not isinstance(code, str):
+        raise _BadArgs("`code` must be a string")
+    stdin = args.get("stdin", "")
+    if not isinstance(stdin, str):
+        raise _BadArgs("`stdin` must be a string")
+    files = args.get("files", [])
+    if not isinstance(files, list):
+        raise _BadArgs("`files` must be an array")
+    return code, stdin, files
+
+
+def _check_relative(path):
+    """The input file's path made safe: relative, `/`-separated, no `..`, not empty."""
+    if path.startswith("/"):
+        raise ValueError("the path must be relative to the working directory, not absolute")
+    if "\0" in path:
+        raise ValueError("the path contains a NUL character")
+    if path.endswith("/"):
+        raise ValueError("the path names a folder; give a file name")
+    parts = []
+    for part in path.split("/"):
+        if part == "..":
+            raise ValueError('the path must not contain ".."')
+        if part not in ("", "."):
+            parts.append(part)
+    if not parts:
+        raise ValueError("the path is empty")
+    return "/".join(parts)
+
+
+def _b64decode(text):
+    """Standard base64; padding optional, whitespace ignored."""
+    import base64
+    import binascii
+
+    text = "".join(text.split())
+    if len(text) % 4 == 1:
+        raise ValueError("invalid base64: the length is not a whole number of bytes")
+    text += "=" * (-len(text) % 4)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ValueError(f"invalid base64: {error}") from None
+
+
+def _place_files(files):
+    os.makedirs(_OUT, exist_ok=True)
+    for index, entry in enumerate(files):
+        path = entry.get("path") if isinstance(entry, dict) else None
+
+        def bad(why):
+            return _BadArgs(f"files[{index}] ({path!r}): {why}")
+
+        if not isinstance(entry, dict):
+            raise bad("each file must be an object with `path` and `content`")
+        unknown = sorted(set(entry) - {"path", "content", "encoding"})
+        if unknown:
+            raise bad(f"unknown field {unknown[0]!r}")
+        content = entry.get("content")
+        encoding = entry.get("encoding", "utf8")
+        if not isinstance(path, str):
+            raise bad("`path` must be a string")
+        if not isinstance(content, str):
+            raise bad("`content` must be a string")
+        try:
+            relative = _check_relative(path)
+            if encoding == "utf8":
+                data = _clean_text(content).encode("utf-8")
+            elif encoding == "base64":
+                data = _b64decode(content)
+            else:
+                raise ValueError(f'unknown encoding {encoding!r} (expected "utf8" or "base64")')
+        except ValueError as error:
+            raise bad(str(error)) from None
+        full = _WORK + "/" + relative
+        try:
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as file:
+                file.write(data)
+        except IsADirectoryError:
+            raise bad("a folder of that name already exists") from None
+        except OSError as error:
+            raise bad(f"cannot write it: {error.strerror or error}") from None
+
+
+def _out_files():
+    """Every regular file under out/, as ("out/…", full path), in path order."""
+    found = []
+    stack = [("out", _OUT)]
+    while stack:
+        shown, folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # the code removed or replaced out/
+        for entry in entries:
+            child = shown + "/" + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((child, entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found.append((child, entry.path))
+    found.sort()
+    return found
+
+
+def _files_json():
+    import base64
+
+    parts = []
+    for shown, full in _out_files():
+        with open(full, "rb") as file:
+            data = file.read()
+        try:
+            encoding, content = "utf8", data.decode("utf-8")
+        except UnicodeDecodeError:
+            encoding, content = "base64", base64.b64encode(data).decode("ascii")
+        parts.append(
+            '{"path":%s,"encoding":"%s","content":%s,"size_bytes":%d}'
+            % (_encode_json_string(_clean_text(shown)), encoding, _encode_json_string(content), len(data))
+        )
+    return "[" + ",".join(parts) + "]"
+
+
+def _compile(code):
+    """The module body and, if the code ends in an expression statement, that expression."""
+    tree = compile(code, _CODE_NAME, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = _ast.Expression(tree.body.pop().value)
+    body = compile(tree, _CODE_NAME, "exec", dont_inherit=True)
+    expression = compile(last, _CODE_NAME, "eval", dont_inherit=True) if last is not None else None
+    return body, expression
+
+
+def _show_source(code):
+    """Lets tracebacks quote the code's lines."""
+    import linecache
+
+    linecache.cache[_CODE_NAME] = (len(code), None, code.splitlines(True), _CODE_NAME)
+
+
+def _user_traceback(error):
+    """The traceback of `error` from the first frame of the code on (the driver's cut off)."""
+    import traceback
+
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != _CODE_NAME:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(error), error, tb))
+
+
+def _fail(message):
+    """A tool error: `message` on the real stderr, exit code 1."""
+    _write_all(2, _clean_text(message).encode("utf-8"))
+    os._exit(1)
+
+
+def _out_of_memory(error=None):
+    """Ends the call after a MemoryError with exit code 1 (the host names the memory limit)."""
+    try:
+        message = _user_traceback(error) if error is not None else "MemoryError\n"
+    except BaseException:
+        message = "MemoryError: the program ran out of memory\n"
+    try:
+        _write_all(2, message.encode("utf-8", "replace"))
+    finally:
+        os._exit(1)
+
+
+def _exit_status(error, stderr):
+    """The exit code of a SystemExit, printing a non-integer status as Python does."""
+    code = error.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return int(code)
+    try:
+        print(code, file=stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+def _main():
+    try:
+        code, stdin, files = _read_input()
+        _place_files(files)
+    except _BadArgs as error:
+        _write_all(2, (str(error) + "\n").encode("utf-8", "replace"))
+        os._exit(2)
+    os.chdir(_WORK)
+    _show_source(code)
+    try:
+        body, expression = _compile(code)
+    except (SyntaxError, ValueError) as error:
+        # ValueError: a NUL character in the source.
+        import traceback
+
+        message = "".join(traceback.format_exception_only(type(error), error))
+        lineno = getattr(error, "lineno", None)
+        if lineno is not None:
+            message += f"(line {lineno}, column {getattr(error, 'offset', None) or 0})\n"
+        _fail(message)
+    _forget_import_caches()
+
+    stdout = _StreamedStdout()
+    stderr = _CapturedStderr()
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8", "surrogatepass")), "utf-8", "replace")
+    sys.stdout = sys.__stdout__ = stdout
+    sys.stderr = sys.__stderr__ = stderr
+    _write_all(1, b'{"stdout":"')
+
+    exit_code = 0
+    result = None
+    try:
+        exec(body, main.__dict__)
+        if expression is not None:
+            value = eval(expression, main.__dict__)
+            if value is not None:
+                result = repr(value)
+    except SystemExit as error:
+        exit_code = _exit_status(error, stderr)
+    except MemoryError as error:
+        _out_of_memory(error)
+    except BaseException as error:
+        _fail(_user_traceback(error))
+
+    stdout._end_bytes()
+    stdout._drain()
+    stderr._end_bytes()
+    tail = ',"stderr":%s,"exit_code":%d,"result":%s,"files":%s}' % (
+        _encode_json_string(stderr.text()),
+        exit_code,
+        "null" if result is None else _encode_json_string(_clean_text(result)),
+        _files_json(),
+    )
+    _write_all(1, b'"' + tail.encode("utf-8"))
+    os._exit(0)
+
+
+def _forget_import_caches():
+    # The input files are new: drop whatever the import system cached about the working
+    # directory (nothing in a fresh process; the cached standard library stays).
+    sys.path_importer_cache.pop(os.getcwd(), None)
+
+
+def __locara_main():
+    sys.argv = ["-c"]
+    # A snapshot holds the generator's state from build time; a plain run seeds it on import.
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    try:
+        _main()
+    except MemoryError as error:
+        _out_of_memory(error)
+    except BaseException as error:
+        import traceback
+
+        _fail("code-exec.python driver error: " + "".join(traceback.format_exception(error)))
+
+
+def _warm_up():
+    """Runs what every call runs once, so that its lazy state is in the snapshot."""
+    body, expression = _compile("x = [1, 2]\nx")
+    namespace = {"__builtins__": builtins}
+    exec(body, namespace)
+    repr(eval(expression, namespace))
+    try:
+        exec(compile("1 / 0", _CODE_NAME, "exec"), namespace)
+    except ZeroDivisionError as error:
+        _user_traceback(error)
+    _show_source("x = 1\n")
+    _encode_json_string(_clean_text("a\u00e9\n"))
+    codecs.getincrementaldecoder("utf-8")("replace").decode(b"\xc3")
+    io.TextIOWrapper(io.BytesIO(b""), "utf-8", "replace").read()
+    gc.collect()
+    # Everything made so far lives as long as the snapshot: keep the collector off it.
+    gc.freeze()
+
+
+if sys.argv[1:] == [_PREINIT_FLAG]:
+    # Preloaded for the code: in a snapshot they cost nothing to import. (A plain run does not
+    # pay for them up front.)
+    import base64
+    import binascii
+    import bisect
+    import collections
+    import contextlib
+    import copy
+    import csv
+    import dataclasses
+    import datetime
+    import decimal
+    import enum
+    import fractions
+    import functools
+    import hashlib
+    import heapq
+    import itertools
+    import linecache
+    import math
+    import operator
+    import pprint
+    import random
+    import re
+    import statistics
+    import string
+    import struct
+    import textwrap
+    import time
+    import traceback
+    import typing
+
+    _warm_up()
+else:
+    __locara_main()
