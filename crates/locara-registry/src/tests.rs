@@ -461,7 +461,7 @@ fn prepare_manifest_reports_template_errors() {
     let f = Fixture::new();
     let template = template("text.chunk", "0.1.0").replace("\"license\"", "\"licence\"");
     let err = prepare_manifest(&template, &wasm("one")).unwrap_err();
-    expect!["invalid template passed to `prepare_manifest`: invalid tool manifest template at line 7, column 11: unknown field `licence`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`"].assert_eq(&f.render(&err));
+    expect!["invalid template passed to `prepare_manifest`: invalid tool manifest template at line 7, column 11: unknown field `licence`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`"].assert_eq(&f.render(&err));
 }
 
 #[test]
