@@ -10,3 +10,5 @@ mod app_tools;
 mod code_exec_lua;
 // code-exec.js: an upstream QuickJS-ng module made a tool by its driver script.
 mod code_exec_js;
+// code-exec.python: upstream CPython 3.12, pre-initialized with its driver script.
+mod code_exec_python;
