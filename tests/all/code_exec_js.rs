@@ -719,16 +719,28 @@ async fn limits_end_hostile_programs_and_the_next_call_works() {
         );
         still_works(locara).await;
 
-        // A recursion bomb. This QuickJS build has a 64 KiB C stack and no stack check
-        // (QuickJS disables it on WASI), so there is no `InternalError: stack overflow`: the
-        // stack runs into the module's own data and the call ends in a trap (out of bounds
-        // memory access, an undefined table element, ...), reported as a crash.
+        // A recursion bomb. This QuickJS build has a 64 KiB C stack and no stack check of its
+        // own (QuickJS disables it on WASI); the `stack_guarded` artifact checks every C-stack
+        // allocation and turns an overflow into the engine's stack-overflow trap, which the
+        // host reports as the stack limit, before the stack reaches the module's data.
         let (error, _) = failure(
             locara,
-            json!({"code": "function down(n) { return down(n + 1) + 1 }\ndown(0)"}),
+            json!({"code": "function f(n) { return f(n + 1) + 1 }\nf(0)"}),
         )
         .await;
-        assert_eq!(error.code, "crashed", "{engine}: {error:?}");
+        assert_eq!(
+            (error.code.as_str(), error.limit.as_deref()),
+            ("limit_exceeded", Some("stack")),
+            "{engine}: {error:?}"
+        );
+        assert!(
+            error.message.contains("nesting depth"),
+            "{engine}: {error:?}"
+        );
+        assert!(
+            error.hint.contains("iteration instead of deep recursion"),
+            "{engine}: {error:?}"
+        );
         still_works(locara).await;
         // Shallow recursion is fine.
         assert_eq!(

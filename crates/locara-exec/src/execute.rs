@@ -152,6 +152,7 @@ fn limit_value(limit: LimitKind, limits: &EffectiveLimits) -> String {
         LimitKind::Output => format!("{} bytes", limits.output_bytes),
         LimitKind::Fds => format!("{} descriptors", limits.max_fds),
         LimitKind::TempBytes => format!("{} MiB", limits.temp_bytes >> 20),
+        LimitKind::Stack => "the call stack's nesting depth".to_owned(),
         _ => "its limit".to_owned(),
     }
 }
@@ -165,6 +166,7 @@ fn limit_hint(limit: LimitKind) -> &'static str {
         LimitKind::TempBytes => {
             "the tool wrote more to its temp dir than it may; give it a smaller input or split the work"
         }
+        LimitKind::Stack => "use iteration instead of deep recursion",
         _ => {
             "the input is probably too large or too complex for one call: split it into smaller calls"
         }

@@ -717,13 +717,21 @@ fn interpreter_sections() {
         r#""preinitialized""#,
         expect!["ok: text.chunk@0.1.0"],
     );
+    // So is a stack-guarded one.
+    check(
+        r#"["qjs"]"#,
+        r#""""#,
+        OTHER_SHA,
+        r#""stack_guarded""#,
+        expect!["ok: text.chunk@0.1.0"],
+    );
     check(
         r#"["qjs"]"#,
         r#""""#,
         ARTIFACT_SHA,
         r#""rebuilt""#,
         expect![
-            "error: invalid tool manifest at line 14, column 58: unknown variant `rebuilt`, expected `verbatim` or `preinitialized`"
+            "error: invalid tool manifest at line 14, column 58: unknown variant `rebuilt`, expected one of `verbatim`, `preinitialized`, `stack_guarded`"
         ],
     );
 }

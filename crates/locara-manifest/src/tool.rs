@@ -543,6 +543,9 @@ pub enum Derivation {
     /// The artifact is the upstream module pre-initialized with the driver loaded (a
     /// wizer-style memory snapshot); `argv` is what the snapshot was taken with.
     Preinitialized,
+    /// The upstream module with a check on every C-stack allocation added; a C-stack overflow
+    /// becomes the engine's stack-overflow trap.
+    StackGuarded,
 }
 
 /// A model a tool needs, pinned by SHA-256.

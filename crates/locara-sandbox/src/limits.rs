@@ -107,6 +107,9 @@ pub enum LimitKind {
     Fds,
     /// [`Limits::temp_bytes`].
     TempBytes,
+    /// The engine's call stack (the nesting depth of calls): the guest recursed too deep. Not
+    /// a field of [`Limits`]: each engine has its own fixed stack.
+    Stack,
 }
 
 impl LimitKind {
@@ -119,6 +122,7 @@ impl LimitKind {
             LimitKind::Output => "output_bytes",
             LimitKind::Fds => "max_fds",
             LimitKind::TempBytes => "temp_bytes",
+            LimitKind::Stack => "stack",
         }
     }
 }

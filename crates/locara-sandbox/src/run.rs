@@ -77,6 +77,8 @@ pub(crate) enum EngineEnd {
     Stopped,
     /// The engine ran out of fuel.
     OutOfFuel,
+    /// The engine's call stack overflowed.
+    StackOverflow,
     /// Any other trap.
     Trap(String),
 }
@@ -116,6 +118,7 @@ pub(crate) fn finish(
         (Some(Stop::Limit(limit)), _) => RunStatus::LimitExceeded(limit),
         (Some(Stop::Cancelled), _) => RunStatus::Cancelled,
         (_, EngineEnd::OutOfFuel) => RunStatus::LimitExceeded(LimitKind::Fuel),
+        (_, EngineEnd::StackOverflow) => RunStatus::LimitExceeded(LimitKind::Stack),
         // A refused `memory.grow` usually ends in an abort (Rust's allocation failure handler)
         // or a non-zero exit; either way the memory limit is what the caller needs to know.
         (Some(Stop::Exit(code)), _) if memory.exceeded && code != 0 => {

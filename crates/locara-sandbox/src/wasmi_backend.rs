@@ -197,6 +197,7 @@ fn end_of(error: &wasmi::Error) -> EngineEnd {
     }
     match error.as_trap_code() {
         Some(wasmi::TrapCode::OutOfFuel) => EngineEnd::OutOfFuel,
+        Some(wasmi::TrapCode::StackOverflow) => EngineEnd::StackOverflow,
         _ => EngineEnd::Trap(error.to_string()),
     }
 }

@@ -344,6 +344,7 @@ pub(crate) fn end_of(error: &wasmtime::Error) -> Option<EngineEnd> {
     }
     match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => Some(EngineEnd::OutOfFuel),
+        Some(Trap::StackOverflow) => Some(EngineEnd::StackOverflow),
         Some(trap) => Some(EngineEnd::Trap(trap.to_string())),
         None => None,
     }

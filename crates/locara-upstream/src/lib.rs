@@ -4,6 +4,9 @@
 //!   fetched once into a content-addressed cache.
 //! - [`cpython`]: CPython's WASI module pre-initialized with a driver script loaded (the
 //!   `cpython` feature, on by default).
+//! - [`stack_guard`]: a check on every C-stack allocation added to a module whose shadow stack
+//!   has none, so that an overflow is the engine's stack-overflow trap (the `stack-guard`
+//!   feature, on by default).
 //! - [`tool`]: built-in tools whose module is such a file (an interpreter run with a driver
 //!   script), ready to sign and publish.
 //!
@@ -12,4 +15,6 @@
 #[cfg(feature = "cpython")]
 pub mod cpython;
 pub mod fetch;
+#[cfg(feature = "stack-guard")]
+pub mod stack_guard;
 pub mod tool;

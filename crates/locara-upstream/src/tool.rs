@@ -45,9 +45,9 @@ pub enum PrepareError {
     },
 }
 
-/// Changes whenever a pre-initializer's output changes for the same input, so that modules
-/// derived by an older one are not reused from the cache.
-const PREINIT_FORMAT: u32 = 1;
+/// Changes whenever a derivation's output changes for the same input, so that modules derived
+/// by an older one are not reused from the cache.
+const DERIVED_FORMAT: u32 = 2;
 
 /// Whether the template at `template` (JSON text) declares an `interpreter`.
 pub fn is_interpreter_template(template: &str) -> bool {
@@ -57,7 +57,8 @@ pub fn is_interpreter_template(template: &str) -> bool {
 /// Reads the interpreter template at `path`, inlines its driver and fetches its upstream module
 /// into `cache`.
 ///
-/// A `preinitialized` module is made by [`derive`] and cached under a key of the upstream hash,
+/// A `preinitialized` (or `stack_guarded`) module is made by [`derive`] (or [`stack_guard`]) and
+/// cached under a key of the derivation, the upstream hash,
 /// argv and driver, so it is made once per change.
 ///
 /// # Errors
@@ -105,12 +106,13 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
         .unwrap_or("verbatim");
     let wasm = match derivation {
         "verbatim" => upstream,
-        "preinitialized" => {
+        "preinitialized" | "stack_guarded" => {
             let key = crate::fetch::sha256_hex(
                 format!(
-                    "locara-upstream {} preinit {}\n{}\n{}\n{}",
+                    "locara-upstream {} {} {}\n{}\n{}\n{}",
                     env!("CARGO_PKG_VERSION"),
-                    PREINIT_FORMAT,
+                    derivation,
+                    DERIVED_FORMAT,
                     pin.sha256,
                     interpreter["argv"],
                     interpreter["driver"]
@@ -122,11 +124,15 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
                 Ok(bytes) => bytes,
                 Err(_) => {
                     let value = Value::Object(interpreter.clone());
-                    let bytes =
-                        derive(&upstream, &value).map_err(|reason| PrepareError::Derive {
-                            id: id.clone(),
-                            reason,
-                        })?;
+                    let made = if derivation == "stack_guarded" {
+                        stack_guard(&upstream, &value)
+                    } else {
+                        derive(&upstream, &value)
+                    };
+                    let bytes = made.map_err(|reason| PrepareError::Derive {
+                        id: id.clone(),
+                        reason,
+                    })?;
                     write_atomically(&derived, &bytes).map_err(|e| PrepareError::Derive {
                         id: id.clone(),
                         reason: format!("caching {}: {e}", derived.display()),
@@ -162,6 +168,28 @@ pub fn derive(upstream: &[u8], interpreter: &Value) -> Result<Vec<u8>, String> {
         let _ = upstream;
         Err(format!(
             "{} needs pre-initialization: build locara-upstream with its `cpython` feature",
+            interpreter["upstream"]["path"]
+        ))
+    }
+}
+
+/// Derives a `stack_guarded` module: the upstream module with its C stack (`wasm-ld`'s default
+/// 64 KiB) checked on every allocation (see [`crate::stack_guard`]).
+///
+/// # Errors
+/// When the module's layout is not the one the guard knows.
+pub fn stack_guard(upstream: &[u8], interpreter: &Value) -> Result<Vec<u8>, String> {
+    #[cfg(feature = "stack-guard")]
+    {
+        let _ = interpreter;
+        crate::stack_guard::guard(upstream, crate::stack_guard::DEFAULT_STACK_SIZE)
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "stack-guard"))]
+    {
+        let _ = upstream;
+        Err(format!(
+            "{} needs a stack guard: build locara-upstream with its `stack-guard` feature",
             interpreter["upstream"]["path"]
         ))
     }
