@@ -1,44 +1,20 @@
 //! `code-exec.js` end to end: the upstream QuickJS-ng module run with its driver script,
 //! published, verified and called through the facade on both engines, as an agent calls it.
 
-use locara_facade::{BackendKind, Locara, LocaraConfig, RunRequest, RunResponse};
+use locara_facade::{BackendKind, ErrorReport, Locara, LocaraConfig};
 use locara_test_artifacts::TestHome;
+
+use crate::code_exec_support as support;
 use serde_json::{Value, json};
 
 const TOOL: &str = "code-exec.js";
 
-/// A home with the tool published, and a `Locara` over it for each engine.
 fn engines() -> (TestHome, Vec<Locara>) {
-    let home = TestHome::new();
-    home.publish_upstream_tool(TOOL);
-    let hosts = BackendKind::ALL
-        .into_iter()
-        .map(|engine| {
-            Locara::new(&LocaraConfig::new(home.path()).with_engine(engine)).expect("locara starts")
-        })
-        .collect();
-    (home, hosts)
+    support::engines(TOOL)
 }
 
-async fn call(locara: &Locara, arguments: Value) -> RunResponse {
-    locara
-        .run(RunRequest::new(TOOL, arguments))
-        .await
-        .expect("the call could run")
-}
-
-/// The output of a call that must succeed.
 async fn output(locara: &Locara, arguments: Value) -> Value {
-    let response = call(locara, arguments.clone()).await;
-    assert!(
-        response.ok,
-        "{} on {}: {:?}\nstderr: {}",
-        arguments["code"],
-        locara.engine().name(),
-        response.error,
-        response.stderr
-    );
-    response.output.expect("a successful call has output")
+    support::output(locara, TOOL, arguments).await
 }
 
 /// `result` of a program that must succeed with exit code 0 and nothing on stderr.
@@ -59,20 +35,8 @@ async fn stdout(locara: &Locara, code: &str) -> String {
         .to_owned()
 }
 
-/// The error report of a call that must fail.
-async fn failure(locara: &Locara, arguments: Value) -> (locara_facade::ErrorReport, String) {
-    let response = call(locara, arguments.clone()).await;
-    assert!(
-        !response.ok,
-        "{} on {} should fail: {:?}",
-        arguments["code"],
-        locara.engine().name(),
-        response.output
-    );
-    (
-        response.error.expect("a failed call has an error"),
-        response.stderr,
-    )
+async fn failure(locara: &Locara, arguments: Value) -> (ErrorReport, String) {
+    support::failure(locara, TOOL, arguments).await
 }
 
 /// A trivial call succeeds: the host and the tool are usable after whatever came before.

@@ -6,6 +6,8 @@ mod tampering;
 mod minimal_host;
 // Tools an app ships itself, verified against the host's trusted keys.
 mod app_tools;
+// What the code-exec tests share.
+mod code_exec_support;
 // The code-exec.lua tool: a Lua interpreter in the sandbox, on both engines.
 mod code_exec_lua;
 // code-exec.js: an upstream QuickJS-ng module made a tool by its driver script.
