@@ -508,6 +508,16 @@ if sys.argv[1:] == [_PREINIT_FLAG]:
     import traceback
     import typing
 
+    # The C stack of every call (locara-upstream's `cpython::move_c_stack` finds this buffer in
+    # the snapshot by its marker and starts the stack pointer at its end): the upstream
+    # module's own is 512 KiB, too small for CPython's C recursion limit. A bytes object keeps
+    # its data inline and never moves; this one lives as long as the snapshot. The marker is
+    # made here so that it is in memory only at the start of the buffer (the code constant is
+    # lower case); the size is part of it.
+    _C_STACK_SIZE = 8 << 20
+    _C_STACK_MARKER = (b"locara-c-stack:v1:%d;" % _C_STACK_SIZE).upper()
+    _C_STACK = _C_STACK_MARKER.ljust(len(_C_STACK_MARKER) + _C_STACK_SIZE, b"\0")
+    del _C_STACK_MARKER
     _warm_up()
 else:
     __locara_main()

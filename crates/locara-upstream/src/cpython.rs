@@ -34,6 +34,18 @@
 //! Custom sections (the DWARF) are dropped. Any other CPython build that does not match these
 //! steps is refused with [`PreinitError::UnknownModule`], never patched blindly.
 //!
+//! ## The C stack
+//! The upstream module's C stack is 512 KiB, first in memory: recursion through C (about
+//! 8 KiB of it per level) ran out of it after about 58 levels, an out-of-bounds trap, long
+//! before CPython's own C recursion guard. The driver's pre-init keeps an 8 MiB zero `bytes`
+//! object alive for ever, and [`move_c_stack`] starts the snapshot's stack pointer at its end:
+//! recursion through C now ends with `RecursionError` (after at most about 2.1 MiB of stack,
+//! measured), and Wasmtime runs it as deep as CPython allows. The old region keeps the frames
+//! the init left. Each call's memory starts 8 MiB larger (zero pages, not in the file). Not
+//! more: with a buffer of 12 or 16 MiB, every call took about 12e6 more fuel (print(1+1)
+//! went from 2.6e6 to 14.5e6), for a reason not found yet; 8 MiB or less costs nothing
+//! measurable.
+//!
 //! ## What the snapshot fixes
 //! The run's argv is ignored (the snapshot has `sys.argv` from the init; the driver resets it),
 //! and the preopens must be the init's: the temp dir at `/tmp` and nothing else, as for
@@ -56,6 +68,38 @@ pub const PREINIT_FLAG: &str = "--locara-preinit";
 
 /// What each run of the snapshot executes in `__main__`.
 pub const MAIN_CALL: &str = "__locara_main()";
+
+/// The version of what [`preinitialize`] makes of a given upstream module and driver: a cache
+/// of snapshots must key on it. 2: the C stack moved into the driver's buffer
+/// ([`move_c_stack`]).
+pub const SNAPSHOT_FORMAT: u32 = 2;
+
+/// The size of the C stack the snapshot runs on (see [`move_c_stack`]): the driver's
+/// `_C_STACK_SIZE`.
+pub const C_STACK_SIZE: u32 = 8 << 20;
+
+/// The bytes the driver's C-stack buffer starts with (the driver builds them with `.upper()` at
+/// run time, so that they appear in its memory only there): `LOCARA-C-STACK:V1:` and
+/// [`C_STACK_SIZE`] in decimal, then `;`.
+pub const C_STACK_MARKER: &[u8] = b"LOCARA-C-STACK:V1:8388608;";
+
+/// The initial stack pointer of the upstream module: its 512 KiB C stack is placed first in
+/// memory, `[0, 524288)`, below its data.
+const UPSTREAM_STACK_TOP: u32 = 512 << 10;
+
+/// Where [`move_c_stack`] put the C stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CStack {
+    /// The address of the driver's marker (the buffer's first byte).
+    pub marker: u32,
+    /// The stack's lowest address: the end of the marker. The stack may grow down to it.
+    pub bottom: u32,
+    /// The new initial stack pointer: the buffer's end, aligned down to 16.
+    pub top: u32,
+    /// The snapshot's stack pointer before the move (below [`UPSTREAM_STACK_TOP`] by the frames
+    /// the init left).
+    pub previous: u32,
+}
 
 /// Why a module could not be pre-initialized.
 #[derive(Debug, thiserror::Error)]
@@ -113,12 +157,14 @@ pub fn preinitialize(
     driver: &str,
 ) -> Result<Vec<u8>, PreinitError> {
     let prepared = prepare(upstream)?;
-    Ok(sandbox.preinitialize(
+    let snapshot = sandbox.preinitialize(
         &prepared,
         INIT_EXPORT,
         &capabilities(driver),
         &init_limits(),
-    )?)
+    )?;
+    let (snapshot, _) = move_c_stack(&snapshot)?;
+    Ok(snapshot)
 }
 
 /// What [`prepare`] found in the upstream module.
@@ -447,4 +493,221 @@ fn rewrite(upstream: &[u8], layout: &Layout) -> Result<Vec<u8>, PreinitError> {
         }
     }
     Ok(module.finish())
+}
+
+/// Moves the C stack of a `snapshot` (made by `Sandbox::preinitialize` from a [`prepare`]d
+/// module with the driver loaded) into the driver's C-stack buffer, and says where it is.
+///
+/// The upstream module's C stack is 512 KiB, placed first in memory; CPython's interpreter loop
+/// takes about 8 KiB of it per level of Python recursion that goes through C (`lru_cache`,
+/// `map`, a generator in `max`, `__getattr__`), so that recursion ran out of stack (an
+/// out-of-bounds trap below address 0) after about 58 levels, long before CPython's own guard.
+/// The driver's pre-init keeps a `bytes` object alive for ever: [`C_STACK_MARKER`], then
+/// [`C_STACK_SIZE`] zero bytes (a `bytes` object holds its data inline, and never moves). This
+/// finds the marker in the snapshot's data (exactly one occurrence followed by a zero buffer
+/// inside the initial memory: the zeros are in no data segment, or only as zeros) and sets the
+/// initial stack pointer (global 0, a mutable `i32` that must still be just below the upstream
+/// stack's top) to the buffer's end, aligned down to 16. Each call's C stack then grows down
+/// into the buffer; the old stack region keeps the frames the init left, unused.
+///
+/// How deep it goes: CPython 3.12 for WASI counts C recursion with `Py_C_RECURSION_LIMIT`
+/// (500 units, independent of `sys.setrecursionlimit`) and raises `RecursionError` when it
+/// runs out. Measured on this build with `sys.setrecursionlimit(100000)` (the test
+/// `c_recursion_ends_with_recursion_error_before_the_stack_does`): recursive `__getattr__`,
+/// `sum(map(f, ...))`, `lru_cache`, a generator in `max`, `repr`, `json.dumps`, `yield from`
+/// and `copy.deepcopy` all end with `RecursionError` after at most 2.1 MiB of C stack, a
+/// quarter of the 8 MiB buffer (the test requires less than half). Below the buffer lies the
+/// heap, which nothing guards: a C recursion that CPython does not count at all would
+/// overwrite it rather than trap (within the one call's instance).
+///
+/// # Errors
+/// [`PreinitError::UnknownModule`] when the stack pointer or the buffer is not as expected.
+pub fn move_c_stack(snapshot: &[u8]) -> Result<(Vec<u8>, CStack), PreinitError> {
+    let mut memory_bytes = None;
+    let mut stack_pointer = None;
+    let mut segments: Vec<(u32, &[u8])> = Vec::new();
+    for payload in Parser::new(0).parse_all(snapshot) {
+        match payload.map_err(parse_error)? {
+            Payload::ImportSection(reader) => {
+                for import in reader.into_imports() {
+                    match import.map_err(parse_error)?.ty {
+                        TypeRef::Global(_) => {
+                            return Err(unknown("the snapshot imports a global"));
+                        }
+                        TypeRef::Memory(_) => {
+                            return Err(unknown("the snapshot imports its memory"));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Payload::MemorySection(reader) => {
+                let memory = reader
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| unknown("the snapshot has no memory"))?
+                    .map_err(parse_error)?;
+                if memory.memory64 {
+                    return Err(unknown("the snapshot's memory is 64-bit"));
+                }
+                memory_bytes = Some(memory.initial.saturating_mul(65536));
+            }
+            Payload::GlobalSection(reader) => {
+                let first = reader
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| unknown("the snapshot has no globals"))?
+                    .map_err(parse_error)?;
+                if !(first.ty.mutable && first.ty.content_type == ValType::I32) {
+                    return Err(unknown(
+                        "the snapshot's first global is not a mutable i32 (the stack pointer)",
+                    ));
+                }
+                let mut ops = first.init_expr.get_operators_reader();
+                match (ops.read(), ops.read()) {
+                    (Ok(Operator::I32Const { value }), Ok(Operator::End)) => {
+                        stack_pointer = Some(value as u32);
+                    }
+                    _ => {
+                        return Err(unknown(
+                            "the snapshot's stack pointer is not initialized by a constant",
+                        ));
+                    }
+                }
+            }
+            Payload::DataSection(reader) => {
+                for data in reader {
+                    let data = data.map_err(parse_error)?;
+                    // (A passive segment is only copied by `memory.init`, which this build's
+                    // code does not run after its start.)
+                    let wasmparser::DataKind::Active {
+                        memory_index,
+                        offset_expr,
+                    } = data.kind
+                    else {
+                        continue;
+                    };
+                    if memory_index != 0 {
+                        return Err(unknown("the snapshot has more than one memory"));
+                    }
+                    let Ok(Operator::I32Const { value }) =
+                        offset_expr.get_operators_reader().read()
+                    else {
+                        return Err(unknown("a data segment's offset is not a constant"));
+                    };
+                    segments.push((value as u32, data.data));
+                }
+            }
+            _ => {}
+        }
+    }
+    let memory_bytes = memory_bytes.ok_or_else(|| unknown("the snapshot has no memory"))?;
+    let previous = stack_pointer.ok_or_else(|| unknown("the snapshot has no stack pointer"))?;
+    // The init returns from the middle of `_start`, leaving its frames (a few KiB) on the stack.
+    if !(UPSTREAM_STACK_TOP - (64 << 10)..=UPSTREAM_STACK_TOP).contains(&previous) {
+        return Err(unknown(format!(
+            "the snapshot's stack pointer is {previous}, not just below {UPSTREAM_STACK_TOP} \
+             (the top of a C stack placed first in memory)"
+        )));
+    }
+
+    // Every occurrence of the marker that is followed by a buffer of zeros inside the memory.
+    let size = u64::from(C_STACK_SIZE);
+    let zeros = |from: u64, to: u64| -> bool {
+        segments.iter().all(|&(offset, bytes)| {
+            let start = u64::from(offset);
+            let end = start + bytes.len() as u64;
+            let (lo, hi) = (from.max(start), to.min(end));
+            lo >= hi
+                || bytes[(lo - start) as usize..(hi - start) as usize]
+                    .iter()
+                    .all(|&b| b == 0)
+        })
+    };
+    let mut found = Vec::new();
+    let mut occurrences = 0usize;
+    for marker in addresses_of(&segments, C_STACK_MARKER) {
+        occurrences += 1;
+        let marker = u64::from(marker as u32);
+        let bottom = marker + C_STACK_MARKER.len() as u64;
+        let end = bottom + size;
+        if end <= memory_bytes && zeros(bottom, end) {
+            found.push((marker, bottom, end));
+        }
+    }
+    let (marker, bottom, end) = match found[..] {
+        [one] => one,
+        [] => {
+            return Err(unknown(format!(
+                "the driver's C-stack buffer is not in the snapshot ({occurrences} occurrences \
+                 of its marker, none followed by {C_STACK_SIZE} zero bytes)"
+            )));
+        }
+        _ => {
+            return Err(unknown(format!(
+                "{} candidates for the driver's C-stack buffer",
+                found.len()
+            )));
+        }
+    };
+    let stack = CStack {
+        marker: u32::try_from(marker).map_err(|_| unknown("the buffer is beyond 4 GiB"))?,
+        bottom: u32::try_from(bottom).map_err(|_| unknown("the buffer is beyond 4 GiB"))?,
+        top: u32::try_from(end & !15).map_err(|_| unknown("the buffer is beyond 4 GiB"))?,
+        previous,
+    };
+    Ok((set_stack_pointer(snapshot, stack.top)?, stack))
+}
+
+/// `module` with the initial value of global 0 set to `value`.
+fn set_stack_pointer(module: &[u8], value: u32) -> Result<Vec<u8>, PreinitError> {
+    let mut out = wasm_encoder::Module::new();
+    for payload in Parser::new(0).parse_all(module) {
+        let payload = payload.map_err(parse_error)?;
+        match &payload {
+            Payload::CodeSectionEntry(_) => {}
+            Payload::GlobalSection(reader) => {
+                let mut section = wasm_encoder::GlobalSection::new();
+                let mut globals = reader.clone().into_iter_with_offsets().peekable();
+                let end = reader.range().end;
+                let mut index = 0;
+                while let Some(global) = globals.next() {
+                    let (at, global) = global.map_err(parse_error)?;
+                    if index == 0 {
+                        section.global(
+                            wasm_encoder::GlobalType {
+                                val_type: wasm_encoder::ValType::I32,
+                                mutable: true,
+                                shared: global.ty.shared,
+                            },
+                            &wasm_encoder::ConstExpr::i32_const(value as i32),
+                        );
+                    } else {
+                        let next = match globals.peek() {
+                            Some(Ok((next, _))) => *next,
+                            _ => end,
+                        };
+                        section.raw(&module[at..next]);
+                    }
+                    index += 1;
+                }
+                out.section(&section);
+            }
+            Payload::CustomSection(reader) => {
+                out.section(&wasm_encoder::CustomSection {
+                    name: reader.name().into(),
+                    data: reader.data().into(),
+                });
+            }
+            other => {
+                if let Some((id, range)) = other.as_section() {
+                    out.section(&RawSection {
+                        id,
+                        data: &module[range],
+                    });
+                }
+            }
+        }
+    }
+    Ok(out.finish())
 }

@@ -49,6 +49,11 @@ pub enum PrepareError {
 /// by an older one are not reused from the cache.
 const DERIVED_FORMAT: u32 = 2;
 
+#[cfg(feature = "cpython")]
+use crate::cpython::SNAPSHOT_FORMAT;
+#[cfg(not(feature = "cpython"))]
+const SNAPSHOT_FORMAT: u32 = 0;
+
 /// Whether the template at `template` (JSON text) declares an `interpreter`.
 pub fn is_interpreter_template(template: &str) -> bool {
     serde_json::from_str::<Value>(template).is_ok_and(|v| v.get("interpreter").is_some())
@@ -109,10 +114,11 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
         "preinitialized" | "stack_guarded" => {
             let key = crate::fetch::sha256_hex(
                 format!(
-                    "locara-upstream {} {} {}\n{}\n{}\n{}",
+                    "locara-upstream {} {} {}.{}\n{}\n{}\n{}",
                     env!("CARGO_PKG_VERSION"),
                     derivation,
                     DERIVED_FORMAT,
+                    SNAPSHOT_FORMAT,
                     pin.sha256,
                     interpreter["argv"],
                     interpreter["driver"]

@@ -385,6 +385,152 @@ fn a_recursion_bomb_ends_with_recursion_error() {
     );
 }
 
+/// The snapshot's initial stack pointer (global 0).
+fn stack_pointer(module: &[u8]) -> u32 {
+    for payload in wasmparser::Parser::new(0).parse_all(module) {
+        if let wasmparser::Payload::GlobalSection(reader) = payload.expect("parses") {
+            let global = reader
+                .into_iter()
+                .next()
+                .expect("a global")
+                .expect("parses");
+            let mut ops = global.init_expr.get_operators_reader();
+            if let Ok(wasmparser::Operator::I32Const { value }) = ops.read() {
+                return value as u32;
+            }
+        }
+    }
+    panic!("no constant stack pointer");
+}
+
+#[test]
+fn the_c_stack_is_the_drivers_buffer() {
+    let top = stack_pointer(snapshot());
+    eprintln!("the snapshot's stack pointer: {top:#x} ({top})");
+    assert_eq!(top % 16, 0);
+    // The marker is right below the buffer: in the snapshot's data, at
+    // top - C_STACK_SIZE - len(marker) (give or take the alignment of the top).
+    let mut marker_at = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(snapshot()) {
+        if let wasmparser::Payload::DataSection(reader) = payload.expect("parses") {
+            for data in reader {
+                let data = data.expect("parses");
+                let wasmparser::DataKind::Active { offset_expr, .. } = data.kind else {
+                    continue;
+                };
+                let Ok(wasmparser::Operator::I32Const { value }) =
+                    offset_expr.get_operators_reader().read()
+                else {
+                    continue;
+                };
+                for (at, window) in data.data.windows(cpython::C_STACK_MARKER.len()).enumerate() {
+                    if window == cpython::C_STACK_MARKER {
+                        marker_at.push(value as u32 + at as u32);
+                    }
+                }
+            }
+        }
+    }
+    let bottom = top - cpython::C_STACK_SIZE;
+    assert!(
+        marker_at.iter().any(|&at| {
+            let end = at + cpython::C_STACK_MARKER.len() as u32;
+            end >= bottom && end - bottom < 16
+        }),
+        "markers at {marker_at:x?}, stack {bottom:#x}..{top:#x}"
+    );
+    eprintln!("markers at {marker_at:x?}, stack {bottom:#x}..{top:#x}");
+    // Moving it again is refused: the stack pointer is no longer the upstream one.
+    let error = cpython::move_c_stack(snapshot()).expect_err("moved already");
+    assert!(error.to_string().contains("stack pointer"), "{error}");
+}
+
+#[test]
+fn moderate_recursion_through_c_works() {
+    let fib = "from functools import lru_cache\n@lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(60)";
+    assert_eq!(
+        result(&run(json!({"code": fib})))["result"],
+        "1548008755920"
+    );
+    let tree = "def depth(t):\n    return 1 + max((depth(c) for c in t), default=0)\nt = []\nfor _ in range(100):\n    t = [t]\ndepth(t)";
+    assert_eq!(result(&run(json!({"code": tree})))["result"], "101");
+    let getattr = "class A:\n    def __getattr__(self, name):\n        n = int(name[1:])\n        return n if n >= 150 else getattr(self, f'a{n + 1}')\nA().a0";
+    assert_eq!(result(&run(json!({"code": getattr})))["result"], "150");
+    let map = "f = lambda n: n if n >= 200 else sum(map(f, [n + 1]))\nf(0)";
+    assert_eq!(result(&run(json!({"code": map})))["result"], "200");
+}
+
+/// With Python's recursion limit out of the way, recursion through C ends with CPython's own
+/// C recursion guard (RecursionError), well before the C stack's end: a following call works.
+/// Each case measures how much of the C-stack buffer it used (the lowest non-zero byte of the
+/// driver's `_C_STACK`, reached through the code's caller frame).
+#[test]
+fn c_recursion_ends_with_recursion_error_before_the_stack_does() {
+    // From the bottom up, the first 4 KiB that is not all zero: where the stack reached.
+    const MEASURE: &str = "\ndef used():\n    b = __import__('sys')._getframe(0).f_back.f_back.f_globals['_C_STACK']\n    i = b.index(b';') + 1\n    while i < len(b) and b.count(0, i, i + 4096) == min(4096, len(b) - i):\n        i += 4096\n    return len(b) - i\n";
+    let cases = [
+        "class A:\n    def __getattr__(self, name):\n        return getattr(self, name)\nA().x",
+        "f = lambda n: sum(map(f, [n + 1]))\nf(0)",
+        "from functools import lru_cache\n@lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(100000)",
+        "def depth(t):\n    return 1 + max((depth(c) for c in t), default=0)\nt = []\nfor _ in range(100000):\n    t = [t]\ndepth(t)",
+        "l = []\nfor _ in range(100000):\n    l = [l]\nrepr(l)",
+        "import json\nl = []\nfor _ in range(100000):\n    l = [l]\njson.dumps(l)",
+        "class B:\n    def __init__(self, n):\n        self.n = n\n    def __repr__(self):\n        return repr(B(self.n + 1))\nrepr(B(0))",
+        "def g(n):\n    yield from g(n + 1)\nnext(g(0))",
+        "import copy\nl = []\nfor _ in range(100000):\n    l = [l]\ncopy.deepcopy(l)",
+    ];
+    let mut most = 0;
+    for case in cases {
+        let code = format!(
+            "import sys\nsys.setrecursionlimit(100000)\n{MEASURE}\ntry:\n    exec({case:?}, {{}})\n    outcome = 'returned'\nexcept (RecursionError, MemoryError) as error:\n    outcome = type(error).__name__\n(outcome, used())"
+        );
+        let limits = Limits {
+            fuel: 20_000_000_000,
+            ..limits()
+        };
+        let outcome = run_with(
+            compiled(),
+            &json!({ "code": code }),
+            &limits,
+            &Capabilities::new(),
+        );
+        eprintln!("fuel {}", outcome.fuel_consumed);
+        let out = result(&outcome);
+        let shown = out["result"].as_str().expect("a result").to_owned();
+        eprintln!("{case:?}: {shown}");
+        let (outcome, used) = shown
+            .trim_matches(|c| c == '(' || c == ')')
+            .split_once(", ")
+            .expect("a pair");
+        assert!(
+            outcome == "'RecursionError'" || outcome == "'MemoryError'",
+            "{case}: {shown}"
+        );
+        let used: u32 = used.parse().expect("a number");
+        most = most.max(used);
+        // A following call works, on a fresh instance: its C stack is clean again.
+        let outcome = run(json!({ "code": format!("print(1+1){MEASURE}used()") }));
+        eprintln!("measured in a call of {} fuel", outcome.fuel_consumed);
+        let after = result(&outcome);
+        assert_eq!(after["stdout"], "2\n");
+        let clean: u32 = after["result"]
+            .as_str()
+            .expect("a result")
+            .parse()
+            .expect("a number");
+        assert!(
+            clean < 256 << 10,
+            "{case}: the next call starts with {clean} bytes of stack"
+        );
+    }
+    eprintln!(
+        "deepest C stack: {most} bytes ({:.1} MiB of {} MiB)",
+        f64::from(most) / f64::from(1 << 20),
+        cpython::C_STACK_SIZE >> 20
+    );
+    assert!(most < cpython::C_STACK_SIZE / 2, "{most}");
+}
+
 #[test]
 fn calls_do_not_share_random_numbers_or_state() {
     let code = "import random, sys\nsys.modules.setdefault('leak', [])\nsys.modules['leak'].append(1)\n(random.random(), len(sys.modules['leak']))";
@@ -445,6 +591,15 @@ fn the_snapshot_runs_on_wasmi() {
         assert_eq!(result(&outcome)["stdout"], "2\n");
     }
     eprintln!("wasmi: compile {compile:.2?}, print(1+1) runs {times:.2?}");
+    // Recursion through C past the upstream module's 512 KiB stack (about 58 levels).
+    let fib = "from functools import lru_cache\n@lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(60)";
+    let outcome = run_with(
+        &compiled,
+        &json!({ "code": fib }),
+        &limits(),
+        &Capabilities::new(),
+    );
+    assert_eq!(result(&outcome)["result"], "1548008755920");
 }
 
 /// "p10 … p50 … p90" of `times`.
