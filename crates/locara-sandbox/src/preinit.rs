@@ -29,9 +29,8 @@ use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
 use crate::{
     CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunStatus, Sandbox,
-    backend::{ExportKind, check_interface},
     run::{self, EngineEnd, MemoryLimiter},
-    wasmtime_backend::{StoreData, TICK, end_of, engine_error, linker},
+    wasmtime_backend::{StoreData, TICK, check_module_interface, end_of, engine_error, linker},
 };
 
 /// At most this much of the guest's stderr goes into the error of a failed initialization.
@@ -79,17 +78,7 @@ impl Sandbox {
         config.consume_fuel(true).epoch_interruption(true);
         let engine = Engine::new(&config).map_err(engine_error)?;
         let module = Module::new(&engine, &instrumented).map_err(invalid)?;
-        check_interface(
-            module.imports().map(|i| (i.module(), i.name())),
-            module.exports().map(|e| {
-                let kind = match e.ty() {
-                    wasmtime::ExternType::Func(_) => ExportKind::Func,
-                    wasmtime::ExternType::Memory(_) => ExportKind::Memory,
-                    _ => ExportKind::Other,
-                };
-                (e.name(), kind)
-            }),
-        )?;
+        check_module_interface(&module)?;
         let linker = linker(&engine)?;
 
         let cancel = CancelToken::new();

@@ -298,17 +298,7 @@ impl Backend for WasmtimeBackend {
             message: format!("{e:#}"),
         })?;
         let module = self.load(wasm, cache_key)?;
-        check_interface(
-            module.imports().map(|i| (i.module(), i.name())),
-            module.exports().map(|e| {
-                let kind = match e.ty() {
-                    wasmtime::ExternType::Func(_) => ExportKind::Func,
-                    wasmtime::ExternType::Memory(_) => ExportKind::Memory,
-                    _ => ExportKind::Other,
-                };
-                (e.name(), kind)
-            }),
-        )?;
+        check_module_interface(&module)?;
         let pre = self
             .linker
             .instantiate_pre(&module)
@@ -335,6 +325,21 @@ impl std::fmt::Debug for WasmtimeModule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WasmtimeModule").finish_non_exhaustive()
     }
+}
+
+/// [`check_interface`] for a Wasmtime module: only provided imports, a `_start` and a memory.
+pub(crate) fn check_module_interface(module: &Module) -> Result<(), Error> {
+    check_interface(
+        module.imports().map(|i| (i.module(), i.name())),
+        module.exports().map(|e| {
+            let kind = match e.ty() {
+                wasmtime::ExternType::Func(_) => ExportKind::Func,
+                wasmtime::ExternType::Memory(_) => ExportKind::Memory,
+                _ => ExportKind::Other,
+            };
+            (e.name(), kind)
+        }),
+    )
 }
 
 /// Classifies an error that came out of instantiation or `_start`.
