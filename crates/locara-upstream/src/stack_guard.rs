@@ -21,7 +21,7 @@
 //! initial stack pointer (the heap starts there). A module with the stack first (below its
 //! data, as Rust's linker places it) is refused: its overflow already traps, below address 0.
 
-use wasm_encoder::{CodeSection, FunctionSection, RawSection};
+use wasm_encoder::{CodeSection, Encode, FunctionSection, RawSection};
 use wasmparser::{Operator, Parser, Payload, TypeRef, ValType};
 
 /// `wasm-ld`'s default stack size (`-z stack-size`), the size of QuickJS's stack.
@@ -165,31 +165,6 @@ pub fn layout(module: &[u8], stack_size: u32) -> Result<StackLayout, StackGuardE
     })
 }
 
-fn uleb(mut value: u32, out: &mut Vec<u8>) {
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
-fn sleb(mut value: i32, out: &mut Vec<u8>) {
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        let done = (value == 0 && byte & 0x40 == 0) || (value == -1 && byte & 0x40 != 0);
-        if done {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
 /// `module` with every `global.set 0` checked against the stack's limit (see the module
 /// docs), for a stack of `stack_size` bytes ([`DEFAULT_STACK_SIZE`] for `wasm-ld`'s default).
 ///
@@ -243,7 +218,7 @@ pub fn guard(module: &[u8], stack_size: u32) -> Result<Vec<u8>, StackGuardError>
                 let mut raw = wasmparser::BinaryReader::new(&module[range.clone()], range.start);
                 raw.read_var_u32().map_err(parse_error)?;
                 let mut data = Vec::new();
-                uleb(void_type + 1, &mut data);
+                (void_type + 1).encode(&mut data);
                 data.extend_from_slice(&module[raw.original_position()..range.end]);
                 data.extend_from_slice(&[0x60, 0x00, 0x00]);
                 out.section(&RawSection { id: 1, data: &data });
@@ -275,7 +250,7 @@ pub fn guard(module: &[u8], stack_size: u32) -> Result<Vec<u8>, StackGuardError>
                 }
                 // `overflow`: calls itself until the engine's stack is exhausted.
                 let mut body = vec![0x00, 0x10];
-                uleb(overflow, &mut body);
+                overflow.encode(&mut body);
                 body.push(0x0b);
                 section.raw(&body);
                 out.section(&section);
@@ -328,7 +303,7 @@ fn guard_body(
         .ok_or_else(|| refuse("a function has too many locals"))?;
     let mut out = Vec::with_capacity(range.len() + sets.len() * 16 + 8);
     // The local declarations, plus one i32.
-    uleb(groups + 1, &mut out);
+    (groups + 1).encode(&mut out);
     let groups_start = {
         let mut reader = wasmparser::BinaryReader::new(&module[range.clone()], range.start);
         reader.read_var_u32().map_err(parse_error)?;
@@ -343,13 +318,13 @@ fn guard_body(
     for set in sets {
         out.extend_from_slice(&module[copied..set.start]);
         out.push(0x22);
-        uleb(scratch, &mut out);
+        scratch.encode(&mut out);
         out.push(0x41);
-        sleb(layout.limit as i32, &mut out);
+        (layout.limit as i32).encode(&mut out);
         out.extend_from_slice(&[0x49, 0x04, 0x40, 0x10]);
-        uleb(overflow, &mut out);
+        overflow.encode(&mut out);
         out.extend_from_slice(&[0x0b, 0x20]);
-        uleb(scratch, &mut out);
+        scratch.encode(&mut out);
         out.extend_from_slice(&module[set.clone()]);
         copied = set.end;
     }
