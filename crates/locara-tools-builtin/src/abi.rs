@@ -95,6 +95,7 @@ impl std::error::Error for ToolError {}
 /// successful `_start` then returns normally instead of through `proc_exit`, which the host
 /// would otherwise treat as an early stop (Wasmtime captures a backtrace for it).
 pub fn main_with(f: impl FnOnce(Value) -> Result<Value, ToolError>) -> ExitCode {
+    report_panics_as_tool_errors();
     match read_input().and_then(f).and_then(write_output) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -102,6 +103,30 @@ pub fn main_with(f: impl FnOnce(Value) -> Result<Value, ToolError>) -> ExitCode 
             ExitCode::from(err.kind().exit_code() as u8)
         }
     }
+}
+
+/// Makes a panic a one-line tool error (exit code 1) instead of a trap.
+///
+/// Tools are built with `panic = "abort"`, where a panic would end as an `unreachable` trap
+/// that the host can only report as a crash. A parser that panics on a malformed file (PDF
+/// parsers do) then reads as what it is: this input could not be handled.
+fn report_panics_as_tool_errors() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        write_error(&ToolError::failed(format!(
+            "the tool failed on this input (internal error: {message}{location}); the file may be malformed or use a feature the tool does not support"
+        )));
+        std::process::exit(ErrorKind::Failed.exit_code());
+    }));
 }
 
 /// Like [`main_with`], for a tool that works on the workspace: passes [`tool_root`] along.

@@ -22,6 +22,7 @@
 //! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
 
 pub mod abi;
+pub mod blob;
 pub mod code_exec_lua;
 
 mod bash_read_only;
