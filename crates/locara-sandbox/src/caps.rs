@@ -43,6 +43,8 @@ pub struct Capabilities {
     pub(crate) temp_dir: bool,
     pub(crate) program_name: String,
     pub(crate) args: Vec<String>,
+    pub(crate) staged: Vec<(String, Vec<u8>)>,
+    pub(crate) collect: Option<String>,
 }
 
 impl Capabilities {
@@ -53,6 +55,8 @@ impl Capabilities {
             temp_dir: true,
             program_name: "tool".to_owned(),
             args: Vec::new(),
+            staged: Vec::new(),
+            collect: None,
         }
     }
 
@@ -89,6 +93,25 @@ impl Capabilities {
     /// Extra arguments after `argv[0]`. By default there are none.
     pub fn with_args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Puts a file at `path` (relative to the temp dir, e.g. `in/source`) before the call
+    /// starts, for the guest to read: how a host hands a tool a large input without passing
+    /// it through stdin. Staged bytes count towards the temp dir's limit; a call whose staged
+    /// files alone exceed it is refused with [`Error::InvalidLimit`](crate::Error::InvalidLimit).
+    /// The path must be relative and made of plain components; the call needs its temp dir.
+    pub fn with_temp_file(mut self, path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
+        self.staged.push((path.into(), bytes.into()));
+        self
+    }
+
+    /// Collects the regular files under `dir` (relative to the temp dir, e.g. `out`) into
+    /// [`RunOutcome::files`](crate::RunOutcome::files) when the guest exits with code 0, before
+    /// the temp dir is removed. They count towards the output limit with stdout; a call whose
+    /// files exceed it ends with [`LimitKind::Output`](crate::LimitKind::Output).
+    pub fn collecting(mut self, dir: impl Into<String>) -> Self {
+        self.collect = Some(dir.into());
         self
     }
 

@@ -64,5 +64,5 @@ pub use crate::{
     config::{BackendKind, SandboxConfig},
     error::Error,
     limits::{EnforcedLimits, Enforcement, LimitKind, Limits},
-    outcome::{RunOutcome, RunStatus},
+    outcome::{OutputFile, RunOutcome, RunStatus},
 };

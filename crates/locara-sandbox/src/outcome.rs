@@ -44,4 +44,17 @@ pub struct RunOutcome {
     pub elapsed: Duration,
     /// How each limit was enforced on this engine.
     pub enforced: EnforcedLimits,
+    /// The files collected from the temp dir (see
+    /// [`Capabilities::collecting`](crate::Capabilities::collecting)), sorted by path.
+    pub files: Vec<OutputFile>,
+}
+
+/// A file a call left in the directory its host collects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutputFile {
+    /// Its path relative to the collected directory, `/`-separated.
+    pub path: String,
+    /// Its contents.
+    pub bytes: Vec<u8>,
 }

@@ -3,6 +3,7 @@
 
 use std::{path::Path, time::Instant};
 
+use cap_fs_ext::DirExt as _;
 use cap_std::{ambient_authority, fs::Dir};
 
 use crate::{
@@ -52,6 +53,18 @@ pub(crate) fn prepare(
             message: format!("{max_fds} cannot hold stdio and {dirs} preopened directories"),
         });
     }
+    if !caps.staged.is_empty() && !caps.temp_dir {
+        return Err(Error::InvalidLimit {
+            limit: "temp_bytes",
+            message: "files can only be staged for a call that has a temp dir".to_owned(),
+        });
+    }
+    for (path, _) in &caps.staged {
+        check_relative("staged file", path)?;
+    }
+    if let Some(dir) = &caps.collect {
+        check_relative("collected directory", dir)?;
+    }
     let mut args = vec![caps.program_name.clone()];
     args.extend(caps.args.iter().cloned());
     let wasi = WasiCtx::new(WasiSetup {
@@ -64,8 +77,79 @@ pub(crate) fn prepare(
         temp_limit: limits.temp_bytes,
         deadline: started + limits.wall_time,
         cancel: cancel.clone(),
+        collect: caps.collect.clone(),
     });
+    let mut wasi = wasi;
+    if !caps.staged.is_empty() {
+        wasi.stage(&caps.staged)?;
+    }
     Ok((wasi, Call { started }))
+}
+
+/// Refuses a temp-dir path that is not relative and made of plain components.
+fn check_relative(what: &str, path: &str) -> Result<(), Error> {
+    let plain = !path.is_empty()
+        && path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\0'));
+    if plain {
+        Ok(())
+    } else {
+        Err(Error::InvalidLimit {
+            limit: "temp_bytes",
+            message: format!("the {what} path {path:?} must be relative, without `.` or `..`"),
+        })
+    }
+}
+
+/// Reads the regular files under `dir` (relative to `temp`) in path order, refusing more than
+/// `budget` bytes in all; `Ok(None)` when they exceed it. Symlinks and other special files
+/// are skipped: only what the guest wrote is returned, never what a link points at.
+fn collect_files(
+    temp: &Path,
+    dir: &str,
+    budget: u64,
+) -> std::io::Result<Option<Vec<crate::OutputFile>>> {
+    let root = match Dir::open_ambient_dir(temp.join(dir), ambient_authority()) {
+        Ok(root) => root,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(Vec::new())),
+        Err(e) => return Err(e),
+    };
+    let mut files = Vec::new();
+    let mut left = budget;
+    let mut pending = vec![String::new()];
+    while let Some(prefix) = pending.pop() {
+        let here = if prefix.is_empty() {
+            root.try_clone()?
+        } else {
+            root.open_dir_nofollow(&prefix)?
+        };
+        let mut names: Vec<String> = here
+            .entries()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        for name in names {
+            let path = if prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let meta = here.symlink_metadata(&name)?;
+            if meta.is_dir() {
+                pending.push(path);
+            } else if meta.is_file() {
+                if meta.len() > left {
+                    return Ok(None);
+                }
+                let bytes = here.read(&name)?;
+                left = left.saturating_sub(bytes.len() as u64);
+                files.push(crate::OutputFile { path, bytes });
+            }
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Some(files))
 }
 
 /// How the engine's call into `_start` ended, before classification.
@@ -114,7 +198,7 @@ pub(crate) fn finish(
 ) -> RunOutcome {
     let Call { started } = call;
     let temp = wasi.temp.take();
-    let status = match (wasi.stop, end) {
+    let mut status = match (wasi.stop, end) {
         (Some(Stop::Limit(limit)), _) => RunStatus::LimitExceeded(limit),
         (Some(Stop::Cancelled), _) => RunStatus::Cancelled,
         (_, EngineEnd::OutOfFuel) => RunStatus::LimitExceeded(LimitKind::Fuel),
@@ -134,6 +218,18 @@ pub(crate) fn finish(
     let stdout = std::mem::take(&mut wasi.stdout);
     let stderr = std::mem::take(&mut wasi.stderr);
     let stderr_truncated = wasi.stderr_truncated;
+    let mut files = Vec::new();
+    if let (true, Some(dir), Some(temp)) = (status.is_success(), &wasi.collect, &temp) {
+        match collect_files(temp.path(), dir, wasi.output_left()) {
+            Ok(Some(collected)) => files = collected,
+            Ok(None) => status = RunStatus::LimitExceeded(LimitKind::Output),
+            Err(error) => {
+                status = RunStatus::Trapped(format!(
+                    "the host could not collect the output files: {error}"
+                ));
+            }
+        }
+    }
     // Close every descriptor before removing the directory they point into.
     drop(wasi);
     if let Some(temp) = temp {
@@ -150,5 +246,6 @@ pub(crate) fn finish(
         fuel_consumed,
         elapsed,
         enforced,
+        files,
     }
 }

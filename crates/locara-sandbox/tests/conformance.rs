@@ -957,3 +957,98 @@ fn invalid_limits_are_refused() {
         "{result:?}"
     );
 }
+
+backend_test!(staged_files_are_read_and_output_files_collected, |kind| {
+    let caps = Capabilities::new()
+        .with_temp_file("in/data", b"staged bytes".to_vec())
+        .with_temp_file("out/seed.txt", b"seed".to_vec())
+        .collecting("out");
+    let read = run_with(
+        kind,
+        json!({"op": "read", "path": "/tmp/in/data"}),
+        &Limits::default(),
+        &caps,
+    );
+    assert_eq!(read.status, RunStatus::Exited(0));
+    assert_eq!(
+        stdout_json(&read),
+        json!({"ok": true, "content": "staged bytes"})
+    );
+    let written = run_with(
+        kind,
+        json!({"op": "write", "path": "/tmp/out/made.txt", "content": "made by the guest"}),
+        &Limits::default(),
+        &caps,
+    );
+    assert_eq!(written.status, RunStatus::Exited(0));
+    let files: Vec<(&str, &[u8])> = written
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.bytes.as_slice()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("made.txt", b"made by the guest".as_slice()),
+            ("seed.txt", b"seed".as_slice())
+        ]
+    );
+    // Nothing is collected unless asked for, nor from a call that failed.
+    let not_asked = run_with(
+        kind,
+        json!({"op": "write", "path": "/tmp/out/made.txt", "content": "x"}),
+        &Limits::default(),
+        &Capabilities::new().with_temp_file("out/seed.txt", b"seed".to_vec()),
+    );
+    assert!(not_asked.files.is_empty());
+    let failed = run_with(
+        kind,
+        json!({"op": "exit", "code": 1, "stderr": "no"}),
+        &Limits::default(),
+        &caps,
+    );
+    assert_eq!(failed.status, RunStatus::Exited(1));
+    assert!(failed.files.is_empty());
+});
+
+backend_test!(collected_files_count_towards_the_output_limit, |kind| {
+    let limits = Limits {
+        output_bytes: 1000,
+        ..Limits::default()
+    };
+    let caps = Capabilities::new()
+        .with_temp_file("out/big.bin", vec![7u8; 990])
+        .collecting("out");
+    let outcome = run_with(kind, json!({"op": "echo"}), &limits, &caps);
+    assert_eq!(
+        outcome.status,
+        RunStatus::LimitExceeded(LimitKind::Output),
+        "stdout plus 990 bytes of files exceed 1000"
+    );
+    assert!(outcome.files.is_empty());
+});
+
+backend_test!(staging_is_bounded_and_jailed, |kind| {
+    let limits = Limits {
+        temp_bytes: 64 * 1024,
+        ..Limits::default()
+    };
+    let too_big = Capabilities::new().with_temp_file("in/data", vec![0u8; 64 * 1024]);
+    let err = probe(kind)
+        .run(br#"{"op":"echo"}"#, &limits, &too_big)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("more than the temp dir's limit"),
+        "{err}"
+    );
+    for path in ["../escape", "/abs", "in/../../x", ""] {
+        let caps = Capabilities::new().with_temp_file(path, b"x".to_vec());
+        let err = probe(kind)
+            .run(br#"{"op":"echo"}"#, &Limits::default(), &caps)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("must be relative"),
+            "{path}: {err}"
+        );
+    }
+});

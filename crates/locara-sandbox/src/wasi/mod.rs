@@ -126,6 +126,8 @@ pub(crate) struct WasiCtx {
     temp_root: Option<PathBuf>,
     /// The temp dir, once created; removed by [`crate::run::finish`].
     pub(crate) temp: Option<tempfile::TempDir>,
+    /// The directory under the temp dir whose files [`crate::run::finish`] collects.
+    pub(crate) collect: Option<String>,
 }
 
 #[derive(Debug)]
@@ -179,6 +181,7 @@ pub(crate) struct WasiSetup {
     pub(crate) temp_limit: u64,
     pub(crate) deadline: Instant,
     pub(crate) cancel: CancelToken,
+    pub(crate) collect: Option<String>,
 }
 
 impl WasiCtx {
@@ -216,7 +219,54 @@ impl WasiCtx {
             stop: None,
             temp_root: setup.temp_root,
             temp: None,
+            collect: setup.collect,
         }
+    }
+
+    /// Writes `files` (paths relative to the temp dir, already checked to be plain) into the
+    /// temp dir, creating it, and charges them to the temp limit like guest writes.
+    pub(crate) fn stage(&mut self, files: &[(String, Vec<u8>)]) -> Result<(), crate::Error> {
+        const TEMP_FD: i32 = 3;
+        let io_error = |ctx: &WasiCtx, source: std::io::Error| crate::Error::TempDir {
+            path: ctx.temp_root.clone().unwrap_or_default(),
+            source,
+        };
+        let mut charge = 0u64;
+        for (path, bytes) in files {
+            let entries = path.split('/').count() as u64;
+            charge = charge
+                .saturating_add(bytes.len() as u64)
+                .saturating_add(entries * TEMP_ENTRY_BYTES);
+        }
+        if charge > self.temp_limit {
+            return Err(crate::Error::InvalidLimit {
+                limit: "temp_bytes",
+                message: format!(
+                    "the input files staged for the call take {charge} bytes, more than the temp dir's limit of {} bytes",
+                    self.temp_limit
+                ),
+            });
+        }
+        let dir = match self.dir(TEMP_FD) {
+            Ok(dir) => dir.dir.try_clone().map_err(|e| io_error(self, e))?,
+            Err(fail) => {
+                let source = std::io::Error::other(format!("{fail:?}"));
+                return Err(io_error(self, source));
+            }
+        };
+        for (path, bytes) in files {
+            if let Some((parent, _)) = path.rsplit_once('/') {
+                dir.create_dir_all(parent).map_err(|e| io_error(self, e))?;
+            }
+            dir.write(path, bytes).map_err(|e| io_error(self, e))?;
+        }
+        self.temp_used = self.temp_used.saturating_add(charge);
+        Ok(())
+    }
+
+    /// How many more bytes of output (stdout, then collected files) the call may produce.
+    pub(crate) fn output_left(&self) -> u64 {
+        self.output_limit.saturating_sub(self.output_written)
     }
 
     /// The descriptors the guest opened and has not closed (neither stdio nor a preopen).
