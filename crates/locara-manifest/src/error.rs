@@ -109,6 +109,14 @@ pub enum Error {
         host: String,
     },
 
+    /// A model dependency is inconsistent (a name that is not a plain file name, a duplicate).
+    #[error("invalid `{field}`: {reason}")]
+    InvalidModel {
+        /// The offending field, e.g. `model_dependencies[0].name`.
+        field: String,
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
     /// A manifest's `interpreter` section is inconsistent.
     #[error("invalid `{field}`: {reason}")]
     InvalidInterpreter {

@@ -44,8 +44,8 @@ pub use crate::{
     lock::{LockedTool, Lockfile},
     name::{ToolName, ToolRef},
     tool::{
-        Artifact, Derivation, FsAccess, Interpreter, ModelDependency, NetAccess, SafetyTier, Stdio,
-        ToolManifest, Upstream, UpstreamRegistry, UserDirAccess, WasiImports,
+        Artifact, Derivation, FsAccess, Interpreter, ModelDependency, NetAccess, PackageFile,
+        SafetyTier, Stdio, ToolManifest, Upstream, UpstreamRegistry, UserDirAccess, WasiImports,
     },
     version::Version,
 };

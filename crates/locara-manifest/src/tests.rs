@@ -328,6 +328,40 @@ fn other_semantic_errors() {
 }
 
 #[test]
+fn model_dependencies_are_plain_unique_names() {
+    let model = |name: &str| {
+        format!(
+            r#"{{"name": "{name}", "source": "PyPI rapidocr-onnxruntime 1.4.4", "sha256": "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae", "size_bytes": 1, "license": "Apache-2.0", "package": {{"registry": "pypi", "package": "rapidocr-onnxruntime", "version": "1.4.4", "path": "rapidocr_onnxruntime/models/x.onnx"}}}}"#
+        )
+    };
+    let with = |models: &[String]| {
+        format!(
+            r#""safety_tier": "read_only", "model_dependencies": [{}],"#,
+            models.join(",")
+        )
+    };
+    check_tool(
+        r#""safety_tier": "read_only","#,
+        &with(&[model("det.onnx"), model("rec.onnx")]),
+        expect!["ok: text.chunk@0.1.0"],
+    );
+    check_tool(
+        r#""safety_tier": "read_only","#,
+        &with(&[model("../det.onnx")]),
+        expect![[
+            r#"error: invalid `model_dependencies[0].name`: "../det.onnx" is not a plain file name; the tool opens it as /models/<name>"#
+        ]],
+    );
+    check_tool(
+        r#""safety_tier": "read_only","#,
+        &with(&[model("det.onnx"), model("det.onnx")]),
+        expect![[
+            r#"error: invalid `model_dependencies[1].name`: "det.onnx" is listed more than once; keep one entry"#
+        ]],
+    );
+}
+
+#[test]
 fn tool_names() {
     let check = |input: &str, expect: Expect| expect.assert_eq(&render(input.parse::<ToolName>()));
     check("text.chunk", expect!["ok: text.chunk"]);

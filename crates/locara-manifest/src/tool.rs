@@ -224,11 +224,30 @@ impl ToolManifest {
         check_schema("output_schema", &self.output_schema)?;
         check_non_empty("artifact.url", &self.artifact.url)?;
         for (i, dependency) in self.model_dependencies.iter().enumerate() {
-            check_non_empty(&format!("model_dependencies[{i}].name"), &dependency.name)?;
-            check_non_empty(
-                &format!("model_dependencies[{i}].source"),
-                &dependency.source,
-            )?;
+            let field = |name: &str| format!("model_dependencies[{i}].{name}");
+            check_non_empty(&field("name"), &dependency.name)?;
+            check_non_empty(&field("source"), &dependency.source)?;
+            let name = &dependency.name;
+            let plain = !name.contains(['/', '\\', '\0']) && name != "." && name != "..";
+            if !plain {
+                return Err(Error::InvalidModel {
+                    field: field("name"),
+                    reason: format!(
+                        "{name:?} is not a plain file name; the tool opens it as /models/<name>"
+                    ),
+                });
+            }
+            if self.model_dependencies[..i].iter().any(|d| d.name == *name) {
+                return Err(Error::InvalidModel {
+                    field: field("name"),
+                    reason: format!("{name:?} is listed more than once; keep one entry"),
+                });
+            }
+            if let Some(package) = &dependency.package {
+                check_non_empty(&field("package.package"), &package.package)?;
+                check_non_empty(&field("package.version"), &package.version)?;
+                check_non_empty(&field("package.path"), &package.path)?;
+            }
         }
         for (i, capability) in self.capability_requirements.iter().enumerate() {
             check_non_empty(&format!("capability_requirements[{i}]"), capability)?;
@@ -564,6 +583,43 @@ pub struct ModelDependency {
     pub size_bytes: u64,
     /// SPDX license expression of the model.
     pub license: String,
+    /// The registry package the model file is taken from, for `locara models fetch`; a model
+    /// without one must be installed by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<PackageFile>,
+}
+
+/// A file inside a package of a public registry, e.g. a model inside a PyPI wheel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PackageFile {
+    /// The package registry; only `pypi` for now.
+    pub registry: UpstreamRegistry,
+    /// The package name, e.g. `rapidocr-onnxruntime`.
+    pub package: String,
+    /// The exact package version, e.g. `1.4.4`.
+    pub version: String,
+    /// The file's path inside the package.
+    pub path: String,
+}
+
+impl PackageFile {
+    /// A file in a PyPI package.
+    #[must_use]
+    pub fn pypi(
+        package: impl Into<String>,
+        version: impl Into<String>,
+        path: impl Into<String>,
+    ) -> PackageFile {
+        PackageFile {
+            registry: UpstreamRegistry::Pypi,
+            package: package.into(),
+            version: version.into(),
+            path: path.into(),
+        }
+    }
 }
 
 impl ModelDependency {
@@ -582,7 +638,15 @@ impl ModelDependency {
             sha256,
             size_bytes,
             license: license.into(),
+            package: None,
         }
+    }
+
+    /// Names the registry package the model is taken from.
+    #[must_use]
+    pub fn with_package(mut self, package: PackageFile) -> ModelDependency {
+        self.package = Some(package);
+        self
     }
 }
 
