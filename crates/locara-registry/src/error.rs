@@ -14,6 +14,42 @@ use crate::{Digest, KeyId};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A model a tool depends on is not in the model store.
+    #[error(
+        "the model `{name}` (sha256 {sha256}) that {tool} needs is not installed at `{}`; run `locara models fetch {}` to fetch it",
+        path.display(),
+        tool_id(tool)
+    )]
+    ModelMissing {
+        /// The tool, `id@version`.
+        tool: String,
+        /// The model's name in the manifest.
+        name: String,
+        /// The pinned hash.
+        sha256: Sha256Hex,
+        /// Where the model was looked for.
+        path: PathBuf,
+    },
+
+    /// A model file does not match its pin.
+    #[error(
+        "the model file `{}` for `{name}` of {tool} has {found}, but the manifest pins {expected}; remove it and run `locara models fetch {}`",
+        path.display(),
+        tool_id(tool)
+    )]
+    ModelMismatch {
+        /// The tool, `id@version`.
+        tool: String,
+        /// The model's name in the manifest.
+        name: String,
+        /// The file.
+        path: PathBuf,
+        /// What the manifest pins (size and sha256).
+        expected: String,
+        /// What the file has.
+        found: String,
+    },
+
     /// A filesystem operation failed.
     #[error("cannot {action} `{}`", path.display())]
     Io {
@@ -253,4 +289,9 @@ pub(crate) fn io(
         path,
         source,
     }
+}
+
+/// The id part of `id@version`.
+fn tool_id(tool: &str) -> &str {
+    tool.split('@').next().unwrap_or(tool)
 }

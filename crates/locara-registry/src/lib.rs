@@ -47,6 +47,7 @@ mod digest;
 mod error;
 mod fs;
 mod keys;
+mod models;
 mod registry;
 mod signature;
 mod trust;
@@ -61,6 +62,7 @@ pub use crate::{
     digest::Digest,
     error::Error,
     keys::{KeyId, PublicKey, SigningKey, generate_keypair},
+    models::ModelStore,
     registry::{
         PublishedTool, Registry, RegistryConfig, RegistryListing, RejectedEntry, ToolListing,
         prepare_manifest,
