@@ -10,7 +10,7 @@ use std::{
 
 use locara_manifest::{ModelDependency, Sha256Hex, ToolManifest};
 
-use crate::{Digest, Error};
+use crate::{Digest, Error, error::io};
 
 /// Model files, content-addressed: `<root>/sha256/<hex>`.
 ///
@@ -64,14 +64,14 @@ impl ModelStore {
         let path = self.path_of(&dependency.sha256);
         check_bytes(tool, dependency, &path, bytes)?;
         let dir = self.root.join("sha256");
-        fs::create_dir_all(&dir).map_err(|source| io("create", &dir, source))?;
+        fs::create_dir_all(&dir).map_err(io("create", &dir))?;
         let partial = dir.join(format!(
             ".{}.partial-{}",
             dependency.sha256,
             std::process::id()
         ));
-        fs::write(&partial, bytes).map_err(|source| io("write", &partial, source))?;
-        fs::rename(&partial, &path).map_err(|source| io("rename", &partial, source))?;
+        fs::write(&partial, bytes).map_err(io("write", &partial))?;
+        fs::rename(&partial, &path).map_err(io("rename", &partial))?;
         Ok(path)
     }
 
@@ -99,7 +99,7 @@ impl ModelStore {
             .root
             .join("views")
             .join(&Digest::of(key.as_bytes()).to_hex()[..32]);
-        fs::create_dir_all(&view).map_err(|source| io("create", &view, source))?;
+        fs::create_dir_all(&view).map_err(io("create", &view))?;
         for dependency in &tool.model_dependencies {
             let stored = self.path_of(&dependency.sha256);
             let linked = view.join(&dependency.name);
@@ -113,9 +113,9 @@ impl ModelStore {
             ));
             let _ = fs::remove_file(&partial);
             if fs::hard_link(&stored, &partial).is_err() {
-                fs::copy(&stored, &partial).map_err(|source| io("copy", &stored, source))?;
+                fs::copy(&stored, &partial).map_err(io("copy", &stored))?;
             }
-            fs::rename(&partial, &linked).map_err(|source| io("rename", &partial, source))?;
+            fs::rename(&partial, &linked).map_err(io("rename", &partial))?;
         }
         Ok(Some(view))
     }
@@ -133,7 +133,7 @@ impl ModelStore {
                     path,
                 });
             }
-            Err(source) => return Err(io("read", &path, source)),
+            Err(source) => return Err(io("read", &path)(source)),
         };
         let stamp = (
             dependency.sha256.as_str().to_owned(),
@@ -145,7 +145,7 @@ impl ModelStore {
         if verified.contains(&stamp) {
             return Ok(());
         }
-        let bytes = fs::read(&path).map_err(|source| io("read", &path, source))?;
+        let bytes = fs::read(&path).map_err(io("read", &path))?;
         check_bytes(tool, dependency, &path, &bytes)?;
         verified.insert(stamp);
         Ok(())
@@ -179,14 +179,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
     match (fs::metadata(a), fs::symlink_metadata(b)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
-    }
-}
-
-fn io(action: &'static str, path: &Path, source: std::io::Error) -> Error {
-    Error::Io {
-        action,
-        path: path.to_owned(),
-        source,
     }
 }
 

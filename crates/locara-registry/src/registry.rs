@@ -16,7 +16,7 @@ use locara_manifest::{Artifact, LockedTool, Lockfile, ToolManifest, ToolName, To
 use crate::cache::Cache;
 use crate::error::io;
 use crate::signature::{self, ManifestSignature};
-use crate::{Digest, Error, KeyId, SigningKey, TrustStore, VerifiedArtifact, fs};
+use crate::{Digest, Error, KeyId, ModelStore, SigningKey, TrustStore, VerifiedArtifact, fs};
 
 const TOOLS_DIR: &str = "tools";
 const MANIFEST_FILE: &str = "manifest.json";
@@ -42,6 +42,8 @@ pub struct RegistryConfig {
     /// The lockfile to honor and update. By default there is none: resolving never pins and
     /// never refuses a rollback.
     pub lockfile: Option<PathBuf>,
+    /// The model store, holding `sha256/<hex>`. By default this is `<root>/models`.
+    pub model_dir: PathBuf,
 }
 
 impl RegistryConfig {
@@ -51,6 +53,7 @@ impl RegistryConfig {
         let root = root.into();
         RegistryConfig {
             cache_dir: root.join("cache"),
+            model_dir: root.join("models"),
             root,
             trust: TrustStore::new(),
             lockfile: None,
@@ -61,6 +64,13 @@ impl RegistryConfig {
     #[must_use]
     pub fn with_cache_dir(mut self, cache_dir: impl Into<PathBuf>) -> RegistryConfig {
         self.cache_dir = cache_dir.into();
+        self
+    }
+
+    /// Sets `model_dir`.
+    #[must_use]
+    pub fn with_model_dir(mut self, model_dir: impl Into<PathBuf>) -> RegistryConfig {
+        self.model_dir = model_dir.into();
         self
     }
 
@@ -176,6 +186,7 @@ pub struct Registry {
     cache: Cache,
     trust: TrustStore,
     lock: Option<LockState>,
+    models: ModelStore,
 }
 
 impl Registry {
@@ -191,6 +202,7 @@ impl Registry {
             cache_dir,
             trust,
             lockfile,
+            model_dir,
         } = config;
         let lock = match lockfile {
             None => None,
@@ -214,7 +226,14 @@ impl Registry {
             cache: Cache::new(cache_dir),
             trust,
             lock,
+            models: ModelStore::new(model_dir),
         })
+    }
+
+    /// The store of the models tools depend on.
+    #[must_use]
+    pub fn models(&self) -> &ModelStore {
+        &self.models
     }
 
     /// The registry root.
