@@ -4,7 +4,7 @@ use std::{future::Future, path::PathBuf, pin::Pin, time::Duration};
 
 use locara_manifest::{EffectiveLimits, ToolRef};
 use locara_registry::VerifiedArtifact;
-use locara_sandbox::{DirPerms, EnforcedLimits};
+use locara_sandbox::{DirPerms, EnforcedLimits, OutputFile};
 use serde_json::Value;
 
 use crate::SchemaViolation;
@@ -69,6 +69,9 @@ pub struct ResolvedCall {
     /// What the composition rule granted. Starts empty; only
     /// [`CheckCapabilities`](crate::CheckCapabilities) fills it in.
     pub grant: Grant,
+    /// The verified models the tool depends on, named as its manifest names them (see
+    /// [`Resolver::models`](crate::Resolver::models)); the tool sees them at `/models`.
+    pub models: Option<PathBuf>,
 }
 
 impl ResolvedCall {
@@ -83,6 +86,7 @@ impl ResolvedCall {
             arguments,
             workspace,
             grant: Grant::default(),
+            models: None,
         }
     }
 }
@@ -115,6 +119,9 @@ pub struct ToolResult {
     pub failure: Option<ToolFailure>,
     /// What the tool wrote to stderr (at most 64 KiB, lossy UTF-8).
     pub stderr: String,
+    /// The files the tool produced (what it left in `/tmp/out`), sorted by name; empty when
+    /// the call failed.
+    pub files: Vec<OutputFile>,
     /// Set when [`CapOutput`](crate::CapOutput) cut the output.
     pub truncation: Option<Truncation>,
     /// How the call ran.

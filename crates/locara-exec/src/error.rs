@@ -141,6 +141,8 @@ fn registry_code(error: &locara_registry::Error) -> &'static str {
         | E::KeyIdMismatch { .. }
         | E::IdentityMismatch { .. } => "untrusted",
         E::Rollback { .. } | E::LockMismatch { .. } => "lock_mismatch",
+        E::ModelMissing { .. } => "model_missing",
+        E::ModelMismatch { .. } => "model_tampered",
         _ => "registry",
     }
 }
@@ -156,6 +158,12 @@ fn registry_hint(error: &locara_registry::Error) -> &'static str {
         }
         "lock_mismatch" => {
             "the lockfile pins another version or build: install that one, or update the lockfile deliberately (`locara publish` re-pins)"
+        }
+        "model_missing" => {
+            "the tool's model files are not installed: run the `locara models fetch` command in the message, then call again"
+        }
+        "model_tampered" => {
+            "a model file does not match the hash its tool pins: remove it and fetch it again with `locara models fetch`"
         }
         _ => "check the registry directory and the tool's files",
     }

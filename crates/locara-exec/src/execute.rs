@@ -9,7 +9,8 @@ use std::{
 use locara_manifest::{EffectiveLimits, ToolManifest};
 use locara_registry::Digest;
 use locara_sandbox::{
-    CancelToken, Capabilities, Compiled, LimitKind, Limits, RunOutcome, RunStatus, Sandbox,
+    CancelToken, Capabilities, Compiled, DirPerms, LimitKind, Limits, RunOutcome, RunStatus,
+    Sandbox,
 };
 use serde_json::Value;
 use tower::Service;
@@ -18,6 +19,13 @@ use crate::{CallFuture, ExecError, FailureKind, ResolvedCall, RunStats, ToolFail
 
 /// Where the workspace directory appears inside the tool.
 pub(crate) const WORKSPACE_GUEST_PATH: &str = "/workspace";
+
+/// Where a tool's models appear inside it, read-only.
+pub(crate) const MODELS_GUEST_PATH: &str = "/models";
+
+/// The schema keyword that marks a file argument (`{"path"}` or `{"base64"}`), see
+/// `docs/tool-abi.md`.
+pub(crate) const BLOB_KEYWORD: &str = "x-locara-blob";
 
 /// Runs a [`ResolvedCall`] in the sandbox: compiles its module once (per process, and on disk
 /// if the sandbox has a cache), then runs it on a blocking thread under the manifest's limits,
@@ -74,12 +82,22 @@ impl Execute {
         };
         let mut argv = manifest.argv().into_iter();
         let program = argv.next().unwrap_or_default();
-        let mut caps = Capabilities::new().program_name(program).with_args(argv);
+        let mut caps = Capabilities::new()
+            .program_name(program)
+            .with_args(argv)
+            .collecting("out");
         if let Some((dir, perms)) = call.grant.workspace() {
             caps = caps.preopened_dir(dir, WORKSPACE_GUEST_PATH, perms);
         }
+        if let Some(models) = &call.models {
+            caps = caps.preopened_dir(models, MODELS_GUEST_PATH, DirPerms::ReadOnly);
+        }
+        let mut arguments = call.arguments.clone();
+        for (name, bytes) in stage_blobs(manifest, &mut arguments)? {
+            caps = caps.with_temp_file(format!("in/{name}"), bytes);
+        }
         let input =
-            serde_json::to_vec(&call.arguments).map_err(|e| ExecError::Cancelled(e.to_string()))?;
+            serde_json::to_vec(&arguments).map_err(|e| ExecError::Cancelled(e.to_string()))?;
         let outcome = compiled.run_cancellable(&input, &sandbox_limits, &caps, cancel)?;
         if outcome.status == RunStatus::Cancelled {
             return Err(ExecError::Cancelled(format!(
@@ -130,6 +148,57 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
     }
+}
+
+/// Takes the bytes out of every file argument given as `{"base64": ...}` (a top-level property
+/// whose schema has `"x-locara-blob": true`) and replaces it by `{"path": "/tmp/in/<name>"}`:
+/// the bytes are decoded once, here, and staged as a file, so the tool never parses them out
+/// of its stdin.
+fn stage_blobs(
+    manifest: &ToolManifest,
+    arguments: &mut Value,
+) -> Result<Vec<(String, Vec<u8>)>, ExecError> {
+    use base64::Engine as _;
+    let Some(properties) = manifest
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Ok(Vec::new());
+    };
+    let Some(arguments) = arguments.as_object_mut() else {
+        return Ok(Vec::new());
+    };
+    let mut staged = Vec::new();
+    for (name, schema) in properties {
+        let is_blob = schema.get(BLOB_KEYWORD).and_then(Value::as_bool) == Some(true);
+        let plain_name =
+            !name.is_empty() && !name.contains(['/', '\\', '\0']) && name != "." && name != "..";
+        if !is_blob || !plain_name {
+            continue;
+        }
+        let Some(encoded) = arguments
+            .get(name)
+            .and_then(|v| v.get("base64"))
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .map_err(|e| ExecError::InvalidInput {
+                tool: manifest.tool_ref().to_string(),
+                violations: vec![crate::SchemaViolation {
+                    pointer: format!("/{name}/base64"),
+                    constraint: "standard base64 (RFC 4648, with padding)".to_owned(),
+                    message: format!("the file's bytes are not valid base64: {e}"),
+                }],
+            })?;
+        let path = format!("/tmp/in/{name}");
+        arguments.insert(name.clone(), serde_json::json!({ "path": path }));
+        staged.push((name.clone(), bytes));
+    }
+    Ok(staged)
 }
 
 /// The manifest's limits, each capped by the host's.
@@ -269,11 +338,17 @@ fn result_of(
             )
         }
     };
+    let files = if failure.is_none() {
+        outcome.files
+    } else {
+        Vec::new()
+    };
     ToolResult {
         tool,
         output,
         failure,
         stderr,
+        files,
         truncation: None,
         stats: RunStats {
             engine,

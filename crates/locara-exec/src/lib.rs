@@ -41,6 +41,9 @@ mod tests;
 #[doc(hidden)]
 pub mod fuzzing;
 
+/// A file a tool produced (re-exported from the sandbox).
+pub use locara_sandbox::OutputFile;
+
 pub use crate::{
     call::{
         CallFuture, FailureKind, Grant, ParsedCall, ResolvedCall, RunStats, ToolCall, ToolFailure,

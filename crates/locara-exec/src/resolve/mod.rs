@@ -9,7 +9,9 @@ use std::{
     task::{Context, Poll},
 };
 
-use locara_manifest::ToolRef;
+use std::path::PathBuf;
+
+use locara_manifest::{ToolManifest, ToolRef};
 use locara_registry::{Registry, VerifiedArtifact};
 use tower::Service;
 
@@ -27,11 +29,23 @@ pub trait Resolver: Send + Sync + fmt::Debug + 'static {
     /// # Errors
     /// Whatever the registry refuses, with its reason.
     fn resolve(&self, tool: &ToolRef) -> Result<VerifiedArtifact, locara_registry::Error>;
+
+    /// The directory holding the verified models `tool` depends on, under the names its
+    /// manifest gives them; `None` for a tool without models. The tool sees it read-only at
+    /// `/models`.
+    ///
+    /// # Errors
+    /// A missing model or one that does not match its pin, naming the command that fetches it.
+    fn models(&self, tool: &ToolManifest) -> Result<Option<PathBuf>, locara_registry::Error>;
 }
 
 impl Resolver for Registry {
     fn resolve(&self, tool: &ToolRef) -> Result<VerifiedArtifact, locara_registry::Error> {
         Registry::resolve(self, tool)
+    }
+
+    fn models(&self, tool: &ToolManifest) -> Result<Option<PathBuf>, locara_registry::Error> {
+        self.models().view(tool)
     }
 }
 
@@ -44,7 +58,7 @@ impl Resolver for Registry {
 pub struct Resolve<S> {
     inner: S,
     resolver: Arc<dyn Resolver>,
-    verified: Arc<Mutex<HashMap<String, VerifiedArtifact>>>,
+    verified: Arc<Mutex<HashMap<String, (VerifiedArtifact, Option<PathBuf>)>>>,
 }
 
 impl<S> Resolve<S> {
@@ -94,23 +108,27 @@ where
                 .unwrap_or_else(|e| e.into_inner())
                 .get(&key)
                 .cloned();
-            let artifact = match cached {
-                Some(artifact) => artifact,
+            let (artifact, models) = match cached {
+                Some(verified) => verified,
                 None => {
                     let tool = call.tool.clone();
-                    let artifact = tokio::task::spawn_blocking(move || resolver.resolve(&tool))
-                        .await
-                        .map_err(|e| ExecError::Cancelled(e.to_string()))??;
+                    let found = tokio::task::spawn_blocking(move || {
+                        let artifact = resolver.resolve(&tool)?;
+                        let models = resolver.models(artifact.manifest())?;
+                        Ok::<_, locara_registry::Error>((artifact, models))
+                    })
+                    .await
+                    .map_err(|e| ExecError::Cancelled(e.to_string()))??;
                     verified
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(key, artifact.clone());
-                    artifact
+                        .insert(key, found.clone());
+                    found
                 }
             };
-            inner
-                .call(ResolvedCall::new(artifact, call.arguments, call.workspace))
-                .await
+            let mut resolved = ResolvedCall::new(artifact, call.arguments, call.workspace);
+            resolved.models = models;
+            inner.call(resolved).await
         })
     }
 }
