@@ -26,6 +26,7 @@
 
 mod chain;
 mod error;
+mod files;
 mod locara;
 mod search;
 mod types;
@@ -46,7 +47,7 @@ pub use crate::{
     error::Error,
     locara::{Locara, LocaraConfig},
     types::{
-        ChainRequest, ChainResponse, ErrorReport, LimitsReport, RunRequest, RunResponse,
-        StatsReport, ToolDescription, ToolSummary, TruncationReport, ViolationReport,
+        ChainRequest, ChainResponse, ErrorReport, FileReport, LimitsReport, RunRequest,
+        RunResponse, StatsReport, ToolDescription, ToolSummary, TruncationReport, ViolationReport,
     },
 };

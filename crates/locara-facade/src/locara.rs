@@ -10,7 +10,7 @@ use tower::ServiceExt;
 
 use crate::{
     ChainRequest, ChainResponse, Error, ErrorReport, RunRequest, RunResponse, ToolDescription,
-    ToolSummary, chain,
+    ToolSummary, chain, files,
     search::{self, Document},
     types::{LimitsReport, StatsReport, TruncationReport, ViolationReport},
 };
@@ -103,6 +103,11 @@ impl LocaraConfig {
         self.home.join("registry")
     }
 
+    /// `<home>/models`: the models tools depend on, `sha256/<hex>` (`locara models fetch`).
+    pub fn models_dir(&self) -> PathBuf {
+        self.home.join("models")
+    }
+
     /// `<home>/trust`.
     pub fn trust_dir(&self) -> PathBuf {
         self.home.join("trust")
@@ -121,6 +126,10 @@ struct AppResolver {
 }
 
 impl Resolver for AppResolver {
+    fn models(&self, tool: &ToolManifest) -> Result<Option<PathBuf>, locara_registry::Error> {
+        self.registry.models().view(tool)
+    }
+
     fn resolve(&self, tool: &ToolRef) -> Result<VerifiedArtifact, locara_registry::Error> {
         if let Some(artifact) = self.custom.get(&tool.id) {
             let manifest = artifact.manifest();
@@ -163,6 +172,8 @@ impl Resolver for AppResolver {
 #[derive(Debug)]
 pub struct Locara {
     pipeline: Pipeline,
+    /// What the app granted (with paths resolved): bounds output directories.
+    grants: Arc<Grants>,
     catalog: Vec<Entry>,
     engine: BackendKind,
 }
@@ -191,7 +202,8 @@ impl Locara {
             RegistryConfig::new(config.registry_dir())
                 .with_cache_dir(config.home.join("cache"))
                 .with_trust(trust)
-                .with_lockfile(config.home.join("locara.lock")),
+                .with_lockfile(config.home.join("locara.lock"))
+                .with_model_dir(config.models_dir()),
         )?;
         let registry = Arc::new(registry);
 
@@ -273,10 +285,11 @@ impl Locara {
             custom,
             declared,
         });
-        let exec = ExecConfig::new(resolver, sandbox, grants)
+        let exec = ExecConfig::new(resolver, sandbox, grants.clone())
             .with_output_cap_bytes(config.output_cap_bytes);
         Ok(Locara {
             pipeline: locara_exec::pipeline(&exec),
+            grants: Arc::new(grants),
             catalog,
             engine: config.engine,
         })
@@ -385,10 +398,17 @@ impl Locara {
     /// invalid arguments, engine failure); a tool that ran and failed is an `Ok` response with
     /// `ok: false`.
     pub async fn run(&self, request: RunRequest) -> Result<RunResponse, Error> {
+        let output_dir = match &request.output_dir {
+            Some(dir) => Some(files::granted_output_dir(dir, &self.grants)?),
+            None => None,
+        };
         let mut call = ToolCall::new(request.tool, request.arguments);
         call.workspace = request.workspace;
-        let result = self.pipeline.clone().oneshot(call).await?;
-        Ok(response(result))
+        let mut result = self.pipeline.clone().oneshot(call).await?;
+        let produced = std::mem::take(&mut result.files);
+        let mut response = response(result);
+        response.files = files::deliver(produced, output_dir.as_deref())?;
+        Ok(response)
     }
 
     /// Runs a chain of calls in order, binding `{"$ref": "steps.N.output…"}` arguments to
@@ -448,6 +468,7 @@ impl Locara {
                 tool: step.tool,
                 arguments,
                 workspace: step.workspace,
+                output_dir: None,
             };
             match self.run(request).await {
                 Ok(response) => {
@@ -535,6 +556,7 @@ fn response(result: ToolResult) -> RunResponse {
         output: result.output,
         error,
         stderr: result.stderr,
+        files: files::inline(result.files),
         truncated: result.truncation.map(|t| TruncationReport {
             original_bytes: t.original_bytes,
             returned_bytes: t.returned_bytes,

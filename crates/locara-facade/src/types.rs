@@ -18,6 +18,10 @@ pub struct RunRequest {
     /// The directory the tool sees at `/workspace`, when it declares one and the app granted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<PathBuf>,
+    /// Where to write the files the tool produces; it must be inside a directory the app
+    /// granted read-write. Without one, the files come back in the response as base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_dir: Option<PathBuf>,
 }
 
 fn empty_object() -> Value {
@@ -31,7 +35,14 @@ impl RunRequest {
             tool: tool.into(),
             arguments,
             workspace: None,
+            output_dir: None,
         }
+    }
+
+    /// Writes the files the tool produces into `dir` instead of returning their bytes.
+    pub fn with_output_dir(mut self, dir: impl Into<PathBuf>) -> RunRequest {
+        self.output_dir = Some(dir.into());
+        self
     }
 
     /// Selects the directory the tool sees at `/workspace`.
@@ -59,11 +70,33 @@ pub struct RunResponse {
     /// What the tool wrote to stderr.
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub stderr: String,
+    /// The files the tool produced, by the names its output gives them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub files: Vec<FileReport>,
     /// Set when the output was cut to fit the output cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<TruncationReport>,
     /// How the call ran.
     pub stats: StatsReport,
+}
+
+/// A file a tool produced: written to the request's output directory, or returned inline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FileReport {
+    /// The file's name, as the tool's output names it.
+    pub name: String,
+    /// Its size in bytes.
+    pub size_bytes: u64,
+    /// Its SHA-256, 64 lowercase hex characters.
+    pub sha256: String,
+    /// Where it was written, when the request named an output directory. An existing file is
+    /// never overwritten: the name gets a `-1`, `-2`, … suffix before its extension instead.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub path: Option<PathBuf>,
+    /// Its bytes in standard base64, when the request named no output directory.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub base64: Option<String>,
 }
 
 /// An error, as an agent sees it: what failed, where, and what to do.
