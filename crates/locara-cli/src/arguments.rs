@@ -62,11 +62,42 @@ pub(crate) struct Arguments {
     pub(crate) parsed: Vec<(String, String)>,
 }
 
+/// How `--arg KEY=@PATH` passes a file to a file argument (`"x-locara-blob": true` in the
+/// tool's input schema): by path when the file is inside the workspace, else by its bytes.
+#[derive(Debug, Default)]
+pub(crate) struct FileArgs<'a> {
+    /// The keys that are file arguments.
+    pub(crate) keys: Vec<String>,
+    /// The workspace the tool sees at `/workspace`, canonical.
+    pub(crate) workspace: Option<&'a std::path::Path>,
+}
+
+impl FileArgs<'_> {
+    /// The argument for the file at `source`.
+    fn value(&self, source: &str) -> anyhow::Result<Value> {
+        use base64::Engine as _;
+        let path =
+            std::fs::canonicalize(source).with_context(|| format!("cannot open {source}"))?;
+        if let Some(relative) = self
+            .workspace
+            .and_then(|root| path.strip_prefix(root).ok())
+            .and_then(|p| p.to_str())
+        {
+            return Ok(serde_json::json!({ "path": relative }));
+        }
+        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {source}"))?;
+        Ok(serde_json::json!({
+            "base64": base64::engine::general_purpose::STANDARD.encode(bytes)
+        }))
+    }
+}
+
 /// Builds the argument object.
 pub(crate) fn build(
     positional: Option<&str>,
     input: Option<&str>,
     pairs: &[String],
+    files: &FileArgs<'_>,
     stdin: &mut Stdin<'_>,
 ) -> anyhow::Result<Arguments> {
     let base = match (positional, input) {
@@ -87,6 +118,9 @@ pub(crate) fn build(
             return Err(format_err!("--arg {pair:?} has an empty key"));
         }
         let value = match value.strip_prefix('@') {
+            Some(source) if source != "-" && files.keys.iter().any(|k| k == key) => {
+                files.value(source)?
+            }
             Some(source) => Value::String(read_source(source, stdin, &format!("--arg {key}"))?),
             None => {
                 let json = parse_value(value);

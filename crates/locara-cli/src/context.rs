@@ -50,6 +50,11 @@ impl Context {
         })
     }
 
+    /// `<home>/models`, the model store.
+    pub(crate) fn models_dir(&self) -> PathBuf {
+        LocaraConfig::new(&self.home).models_dir()
+    }
+
     /// `<home>/registry`.
     pub(crate) fn registry_dir(&self) -> PathBuf {
         self.home.join("registry")
@@ -91,6 +96,7 @@ impl Context {
     pub(crate) fn registry(&self, cache_dir: &Path) -> anyhow::Result<Registry> {
         let config = RegistryConfig::new(self.registry_dir())
             .with_cache_dir(cache_dir)
+            .with_model_dir(self.models_dir())
             .with_trust(self.trust()?);
         Ok(Registry::new(config)?)
     }
@@ -99,6 +105,17 @@ impl Context {
     /// `allow_write`, and every safety tier is admitted: the person at the terminal named the
     /// tool. With one, the app's grants rule and `dir` only selects the workspace.
     pub(crate) fn locara(&self, dir: Option<&Path>, allow_write: bool) -> anyhow::Result<Locara> {
+        self.locara_with_output(dir, allow_write, None)
+    }
+
+    /// Like [`Context::locara`]; without an app manifest, `out` (if any) is granted read-write
+    /// too: the person at the terminal chose it for the tool's output files.
+    pub(crate) fn locara_with_output(
+        &self,
+        dir: Option<&Path>,
+        allow_write: bool,
+        out: Option<&Path>,
+    ) -> anyhow::Result<Locara> {
         self.require_registry()?;
         let mut config = LocaraConfig::new(&self.home).with_engine(self.engine.kind());
         match self.app_file.as_deref().map(load_app).transpose()? {
@@ -114,6 +131,9 @@ impl Context {
                 let mut grants = Grants::new().with_max_safety_tier(SafetyTier::Privileged);
                 if let Some(dir) = dir {
                     grants = grants.with_fs(FsGrant::new(dir).with_write(allow_write));
+                }
+                if let Some(out) = out {
+                    grants = grants.with_fs(FsGrant::new(out).with_write(true));
                 }
                 config = config.with_grants(grants);
             }

@@ -15,6 +15,7 @@ mod arguments;
 mod catalog;
 mod cli;
 mod context;
+mod models;
 mod output;
 mod publish;
 mod run;
@@ -29,7 +30,7 @@ use clap::Parser as _;
 
 use crate::{
     arguments::Stdin,
-    cli::{Cli, Command},
+    cli::{Cli, Command, ModelsCommand},
     context::Context,
 };
 
@@ -65,6 +66,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&ctx, args, &mut stdin),
         Command::Chain(args) => run::chain(&ctx, args, &mut stdin),
         Command::Verify(args) => verify::verify(&ctx, args),
+        Command::Models(ModelsCommand::Fetch { tools }) => models::fetch(&ctx, tools),
+        Command::Models(ModelsCommand::List) => models::list(&ctx),
         Command::Keygen { publisher, out } => publish::keygen(&ctx, publisher, out),
         Command::Sign {
             key,

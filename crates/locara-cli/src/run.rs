@@ -26,17 +26,33 @@ pub(crate) fn run(
     args: &RunArgs,
     stdin: &mut Stdin<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
+    let out = match &args.out {
+        Some(out) => {
+            std::fs::create_dir_all(out)
+                .with_context(|| format!("cannot create the output directory {}", out.display()))?;
+            Some(context::existing_dir(out)?)
+        }
+        None => None,
+    };
+    let locara = ctx.locara_with_output(dir.as_deref(), args.allow_write, out.as_deref())?;
+    let files = arguments::FileArgs {
+        keys: file_argument_keys(&locara, &args.tool),
+        workspace: dir.as_deref(),
+    };
     let arguments = arguments::build(
         args.arguments.as_deref(),
         args.input.as_deref(),
         &args.args,
+        &files,
         stdin,
     )?;
-    let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
-    let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
     let mut request = RunRequest::new(&args.tool, arguments.value);
     if let Some(dir) = &dir {
         request = request.with_workspace(dir);
+    }
+    if let Some(out) = &out {
+        request = request.with_output_dir(out);
     }
     let response = match runtime()?.block_on(locara.run(request)) {
         Ok(response) => response,
@@ -58,6 +74,19 @@ pub(crate) fn run(
         output::json(&response)?;
     } else if response.ok {
         output::json(response.output.as_ref().unwrap_or(&serde_json::Value::Null))?;
+    }
+    if !ctx.json {
+        for file in &response.files {
+            if let Some(path) = &file.path {
+                eprintln!("wrote {} ({} bytes)", path.display(), file.size_bytes);
+            }
+        }
+        if response.files.iter().any(|f| f.path.is_none()) {
+            eprintln!(
+                "note: the tool produced {} file(s); pass --out DIR to write them, or --json to get them base64-encoded",
+                response.files.len()
+            );
+        }
     }
     if let Some(t) = &response.truncated {
         eprintln!(
@@ -110,6 +139,23 @@ pub(crate) fn chain(
         (None, None) => eprintln!("chain stopped at {failed}"),
     }
     Ok(ExitCode::from(TOOL_FAILED))
+}
+
+/// The tool's file arguments: top-level input properties marked `"x-locara-blob": true`.
+fn file_argument_keys(locara: &Locara, tool: &str) -> Vec<String> {
+    let Ok(description) = locara.describe(tool) else {
+        return Vec::new();
+    };
+    description.input_schema["properties"]
+        .as_object()
+        .map(|properties| {
+            properties
+                .iter()
+                .filter(|(_, schema)| schema["x-locara-blob"] == serde_json::Value::Bool(true))
+                .map(|(key, _)| key.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A current-thread runtime: one call at a time, run to completion.

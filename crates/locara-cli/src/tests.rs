@@ -21,9 +21,54 @@ fn build(
         positional,
         input,
         &pairs,
+        &arguments::FileArgs::default(),
         &mut Stdin::new(Cursor::new(stdin.as_bytes().to_vec())),
     )
     .map(|arguments| arguments.value)
+}
+
+#[test]
+fn file_arguments_pass_a_workspace_path_or_the_bytes() {
+    let workspace = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(workspace.path().join("docs")).unwrap();
+    std::fs::write(workspace.path().join("docs/a.pdf"), b"%PDF-inside").unwrap();
+    std::fs::write(outside.path().join("b.pdf"), b"%PDF").unwrap();
+    let root = std::fs::canonicalize(workspace.path()).unwrap();
+    let files = arguments::FileArgs {
+        keys: vec!["source".to_owned()],
+        workspace: Some(&root),
+    };
+    let build = |pair: String| {
+        arguments::build(
+            None,
+            None,
+            &[pair],
+            &files,
+            &mut Stdin::new(std::io::empty()),
+        )
+        .map(|a| a.value)
+    };
+    let inside = workspace.path().join("docs/a.pdf");
+    assert_eq!(
+        build(format!("source=@{}", inside.display())).unwrap(),
+        serde_json::json!({"source": {"path": "docs/a.pdf"}})
+    );
+    assert_eq!(
+        build(format!(
+            "source=@{}",
+            outside.path().join("b.pdf").display()
+        ))
+        .unwrap(),
+        serde_json::json!({"source": {"base64": "JVBERg=="}})
+    );
+    // Other keys still take the file's text.
+    assert_eq!(
+        build(format!("text=@{}", inside.display())).unwrap(),
+        serde_json::json!({"text": "%PDF-inside"})
+    );
+    let err = build("source=@/no/such/file.pdf".to_owned()).unwrap_err();
+    assert_eq!(err.to_string(), "cannot open /no/such/file.pdf");
 }
 
 #[test]
@@ -131,8 +176,14 @@ fn values_read_as_json_are_remembered() {
         "c=\"2\"".to_owned(),
         "d=[]".to_owned(),
     ];
-    let arguments =
-        arguments::build(None, None, &pairs, &mut Stdin::new(std::io::empty())).unwrap();
+    let arguments = arguments::build(
+        None,
+        None,
+        &pairs,
+        &arguments::FileArgs::default(),
+        &mut Stdin::new(std::io::empty()),
+    )
+    .unwrap();
     assert_eq!(
         arguments.parsed,
         [
