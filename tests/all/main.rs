@@ -14,3 +14,7 @@ mod code_exec_lua;
 mod code_exec_js;
 // code-exec.python: upstream CPython 3.12, pre-initialized with its driver script.
 mod code_exec_python;
+// What the document, image and audio tool tests share.
+mod media_support;
+// image.resize and image.format-convert against Pillow.
+mod media_image;
