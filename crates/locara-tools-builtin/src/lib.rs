@@ -20,11 +20,13 @@
 //! | `bash.read-only`     | `bash-read-only`     | [`bash_read_only`]     |
 //! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
 //! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
+//! | `audio.detect-silence` | `audio-detect-silence` | [`audio_detect_silence`] |
 
 pub mod abi;
 pub mod blob;
 pub mod code_exec_lua;
 
+mod audio_detect_silence;
 mod bash_read_only;
 mod file_edit;
 mod filesystem_list;
@@ -39,10 +41,10 @@ mod walk;
 mod tests;
 
 pub use crate::{
-    bash_read_only::run as bash_read_only, file_edit::run as file_edit,
-    filesystem_list::run as filesystem_list, filesystem_read::run as filesystem_read,
-    filesystem_search::run as filesystem_search, filesystem_write::run as filesystem_write,
-    text_chunk::run as text_chunk,
+    audio_detect_silence::run as audio_detect_silence, bash_read_only::run as bash_read_only,
+    file_edit::run as file_edit, filesystem_list::run as filesystem_list,
+    filesystem_read::run as filesystem_read, filesystem_search::run as filesystem_search,
+    filesystem_write::run as filesystem_write, text_chunk::run as text_chunk,
 };
 
 /// Condenses a (multi-line) regex error into its last, most specific line.

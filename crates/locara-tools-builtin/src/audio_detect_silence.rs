@@ -1,0 +1,716 @@
+//! `audio.detect-silence`: finds the silent and the sounding stretches of an audio file.
+//!
+//! The file (WAV with PCM or float samples, FLAC, Ogg Vorbis or MP3) is decoded with Symphonia
+//! packet by packet and cut into consecutive analysis frames of `frame_ms` milliseconds (10 by
+//! default; the last frame may be shorter). A frame's level is its RMS in dBFS,
+//! `20 * log10(sqrt(mean(x²)))` with samples in [-1, 1] (a full-scale sine is -3 dBFS), over the
+//! channels chosen by `channel`: their average (`mix`, the default), the loudest one
+//! (`loudest`), or one channel by index. A frame is silent when its level is below
+//! `threshold_db`. A run of silent frames lasting at least `min_silence_ms` is a silence,
+//! including one at the very start or end; everything between silences is a sound. Shorter quiet
+//! gaps stay inside the sounds around them.
+//!
+//! Times are integer milliseconds from the start of the decoded audio, rounded from exact sample
+//! positions, so region boundaries are accurate to one frame. Memory stays flat: only the current
+//! packet and the list of regions are held, never the samples. For MP3, the encoder delay and
+//! padding recorded in a LAME/Xing header are trimmed (gapless decoding), so times match the
+//! source audio; without such a header (sox writes none) the encoder and decoder delay remain:
+//! 576 + 529 = 1105 samples, i.e. times about 25 ms late at 44.1 kHz, 50 ms at 22.05 kHz.
+
+use std::fs::File;
+use std::io::{Cursor, Read, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use symphonia::core::audio::SampleBuffer;
+use symphonia::core::codecs::{CODEC_TYPE_NULL, DecoderOptions};
+use symphonia::core::errors::Error as SymError;
+use symphonia::core::formats::FormatOptions;
+use symphonia::core::io::{MediaSource, MediaSourceStream};
+use symphonia::core::meta::MetadataOptions;
+use symphonia::core::probe::Hint;
+
+use crate::abi::{self, ToolError};
+use crate::blob::{Blob, OutDir};
+
+#[cfg(test)]
+mod tests;
+
+/// The longest audio analysed, in milliseconds (4 hours).
+pub(crate) const MAX_DURATION_MS: u64 = 4 * 3600 * 1000;
+/// The most samples (all channels together) analysed: about 22 minutes of 44.1 kHz stereo or
+/// 2 hours of 16 kHz mono. Decoding MP3 costs about 610 fuel units per sample in the guest
+/// (Vorbis 480, FLAC 240, WAV 150), so this stays well inside the manifest's fuel.
+pub(crate) const MAX_SAMPLES: u64 = 120_000_000;
+/// The largest `{"base64"}` source accepted (a path is streamed and has no size limit).
+pub(crate) const MAX_BASE64_BYTES: u64 = 16 * 1024 * 1024;
+/// The most silences listed; past it the result is truncated.
+pub(crate) const MAX_REGIONS: usize = 10_000;
+/// Levels below this, including digital silence, are reported as this.
+pub(crate) const FLOOR_DB: f64 = -120.0;
+/// How many undecodable packets are skipped before giving up on the file.
+const MAX_DECODE_ERRORS: u64 = 1000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    source: Blob,
+    #[serde(default = "default_threshold_db")]
+    threshold_db: f64,
+    #[serde(default = "default_min_silence_ms")]
+    min_silence_ms: u64,
+    #[serde(default = "default_frame_ms")]
+    frame_ms: u64,
+    #[serde(default)]
+    channel: Option<Value>,
+}
+
+fn default_threshold_db() -> f64 {
+    -40.0
+}
+
+fn default_min_silence_ms() -> u64 {
+    500
+}
+
+fn default_frame_ms() -> u64 {
+    10
+}
+
+/// Which channels a frame's level is measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChannelMode {
+    /// The average of all channels (a mono downmix).
+    Mix,
+    /// Every channel separately; the frame's level is the loudest channel's.
+    Loudest,
+    /// One channel, by 0-based index.
+    Index(usize),
+}
+
+impl ChannelMode {
+    fn parse(value: Option<&Value>) -> Result<ChannelMode, ToolError> {
+        match value {
+            None | Some(Value::Null) => Ok(ChannelMode::Mix),
+            Some(Value::String(s)) if s == "mix" => Ok(ChannelMode::Mix),
+            Some(Value::String(s)) if s == "loudest" => Ok(ChannelMode::Loudest),
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|i| i < 64) => {
+                Ok(ChannelMode::Index(n.as_u64().unwrap_or_default() as usize))
+            }
+            Some(other) => Err(ToolError::bad_args(format!(
+                "channel must be \"mix\" (average all channels, the default), \"loudest\" (a frame is silent only when every channel is) or a 0-based channel index such as 0 for left, got {other}"
+            ))),
+        }
+    }
+}
+
+/// A stretch of the audio, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+struct Region {
+    start_ms: u64,
+    end_ms: u64,
+    duration_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Output {
+    format: &'static str,
+    codec: String,
+    sample_rate: u32,
+    channels: usize,
+    duration_ms: u64,
+    frame_ms: u64,
+    threshold_db: f64,
+    min_silence_ms: u64,
+    channel: String,
+    loudest_frame_db: f64,
+    quietest_frame_db: f64,
+    overall_rms_db: f64,
+    silent_ms: u64,
+    silences: Vec<Region>,
+    sounds: Vec<Region>,
+    truncated: bool,
+    warnings: Vec<String>,
+}
+
+/// Runs `audio.detect-silence`. It writes no files; `_out` keeps the signature of the
+/// file-taking tools.
+///
+/// # Errors
+/// Bad arguments (out-of-range numbers, a missing file, an unsupported or unrecognised
+/// format, audio longer than 4 hours) or a file that cannot be decoded.
+pub fn run(input: Value, root: &Path, _out: &OutDir) -> Result<Value, ToolError> {
+    let args: Args = abi::parse_args(input)?;
+    let settings = Settings::from_args(&args)?;
+    let (source, display) = open_source(&args.source, root)?;
+    abi::to_output(&analyse(source, &display, &settings)?)
+}
+
+/// The validated analysis settings.
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    threshold_db: f64,
+    min_silence_ms: u64,
+    frame_ms: u64,
+    channel: ChannelMode,
+}
+
+impl Settings {
+    fn from_args(args: &Args) -> Result<Settings, ToolError> {
+        if !(args.threshold_db.is_finite() && (-120.0..=0.0).contains(&args.threshold_db)) {
+            return Err(ToolError::bad_args(format!(
+                "threshold_db must be between -120 and 0 dBFS, got {}; -40 suits speech recordings, -50 to -60 a quiet studio, -30 a noisy room",
+                args.threshold_db
+            )));
+        }
+        if args.min_silence_ms > MAX_DURATION_MS {
+            return Err(ToolError::bad_args(format!(
+                "min_silence_ms must be at most {MAX_DURATION_MS} (4 hours), got {}; 300-1000 finds pauses between sentences",
+                args.min_silence_ms
+            )));
+        }
+        if !(1..=1000).contains(&args.frame_ms) {
+            return Err(ToolError::bad_args(format!(
+                "frame_ms must be between 1 and 1000, got {}; the default 10 is right for most uses",
+                args.frame_ms
+            )));
+        }
+        Ok(Settings {
+            threshold_db: args.threshold_db,
+            min_silence_ms: args.min_silence_ms,
+            frame_ms: args.frame_ms,
+            channel: ChannelMode::parse(args.channel.as_ref())?,
+        })
+    }
+}
+
+/// Opens the source for streaming: a file is read as it is decoded, base64 is decoded once.
+fn open_source(blob: &Blob, root: &Path) -> Result<(Box<dyn MediaSource>, String), ToolError> {
+    match (&blob.path, &blob.base64) {
+        (Some(path), None) => {
+            let (full, display) = if path.starts_with("/tmp/") {
+                (PathBuf::from(path), path.clone())
+            } else {
+                let resolved = abi::resolve_path(root, path)?;
+                (resolved.full, resolved.display)
+            };
+            let file = File::open(&full).map_err(|e| abi::io_error(&e, "open", &display))?;
+            if file.metadata().is_ok_and(|m| m.is_dir()) {
+                return Err(ToolError::bad_args(format!(
+                    "source \"{display}\" is a directory; pass an audio file"
+                )));
+            }
+            Ok((Box::new(file), format!("source \"{display}\"")))
+        }
+        _ => {
+            let bytes = blob.read(root, MAX_BASE64_BYTES)?;
+            Ok((Box::new(Cursor::new(bytes)), "source".to_owned()))
+        }
+    }
+}
+
+/// What the first bytes of a file say it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sniffed {
+    /// A format this tool decodes: "wav", "flac", "ogg" or "mp3".
+    Supported(&'static str),
+    /// A recognised format this tool does not decode, described for the caller.
+    Unsupported(&'static str),
+    /// Nothing recognisable.
+    Unknown,
+}
+
+/// Recognises the container from its first bytes.
+pub(crate) fn sniff(head: &[u8]) -> Sniffed {
+    let at = |offset: usize, magic: &[u8]| head.get(offset..offset + magic.len()) == Some(magic);
+    if at(0, b"RIFF") && at(8, b"WAVE") {
+        Sniffed::Supported("wav")
+    } else if at(0, b"RF64") || at(0, b"BW64") {
+        Sniffed::Unsupported("an RF64/BW64 (64-bit WAV) file")
+    } else if at(0, b"fLaC") {
+        Sniffed::Supported("flac")
+    } else if at(0, b"OggS") {
+        // The first page's payload names the codec of the first stream.
+        let segments = head.get(26).copied().unwrap_or(0) as usize;
+        let payload = 27 + segments;
+        if at(payload, b"\x01vorbis") {
+            Sniffed::Supported("ogg")
+        } else if at(payload, b"OpusHead") {
+            Sniffed::Unsupported("an Ogg file with Opus audio")
+        } else if at(payload, b"\x7fFLAC") {
+            Sniffed::Unsupported("an Ogg file with FLAC audio")
+        } else if at(payload, b"Speex") {
+            Sniffed::Unsupported("an Ogg file with Speex audio")
+        } else {
+            Sniffed::Unsupported("an Ogg file with audio in an unknown codec")
+        }
+    } else if at(0, b"ID3") {
+        Sniffed::Supported("mp3")
+    } else if head.len() >= 2 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0 {
+        // An MPEG audio frame sync; bits 1-2 of the second byte are the layer.
+        match (head[1] >> 1) & 0b11 {
+            0b01 => Sniffed::Supported("mp3"),
+            0b00 => Sniffed::Unsupported("an AAC (ADTS) stream"),
+            _ => Sniffed::Unsupported("an MPEG layer I/II audio stream (MP1/MP2)"),
+        }
+    } else if at(0, b"FORM") && (at(8, b"AIFF") || at(8, b"AIFC")) {
+        Sniffed::Unsupported("an AIFF file")
+    } else if at(4, b"ftyp") {
+        Sniffed::Unsupported("an MP4/M4A/MOV file (AAC or ALAC audio)")
+    } else if at(0, b"\x1A\x45\xDF\xA3") {
+        Sniffed::Unsupported("a Matroska/WebM file")
+    } else if at(0, b"#!AMR") {
+        Sniffed::Unsupported("an AMR file")
+    } else if at(0, b"MThd") {
+        Sniffed::Unsupported("a MIDI file (notes, not recorded audio)")
+    } else if at(0, b".snd") {
+        Sniffed::Unsupported("a Sun/NeXT .au file")
+    } else if at(0, b"caff") {
+        Sniffed::Unsupported("a Core Audio (CAF) file")
+    } else if at(0, b"RIFF") {
+        Sniffed::Unsupported("a RIFF file that is not WAV (e.g. AVI or WebP)")
+    } else if at(0, b"%PDF") {
+        Sniffed::Unsupported("a PDF document")
+    } else if at(0, b"PK\x03\x04") {
+        Sniffed::Unsupported("a ZIP archive (or an Office document)")
+    } else if at(0, b"\x89PNG") || at(0, b"\xFF\xD8\xFF") || at(0, b"GIF8") {
+        Sniffed::Unsupported("an image")
+    } else {
+        Sniffed::Unknown
+    }
+}
+
+const SUPPORTED: &str = "WAV (PCM or float), FLAC, Ogg Vorbis and MP3";
+
+fn read_head(source: &mut dyn MediaSource) -> Result<Vec<u8>, std::io::Error> {
+    let mut head = Vec::with_capacity(64);
+    source.take(64).read_to_end(&mut head)?;
+    source.seek(SeekFrom::Start(0))?;
+    Ok(head)
+}
+
+/// Decodes `source` packet by packet and finds its silences.
+fn analyse(
+    mut source: Box<dyn MediaSource>,
+    display: &str,
+    settings: &Settings,
+) -> Result<Output, ToolError> {
+    let head = read_head(source.as_mut())
+        .map_err(|e| ToolError::failed(format!("cannot read {display}: {e}")))?;
+    let format = match sniff(&head) {
+        Sniffed::Supported(name) => name,
+        Sniffed::Unsupported(what) => {
+            return Err(ToolError::bad_args(format!(
+                "{display} is {what}, which this tool does not decode; it reads {SUPPORTED}: convert the file first"
+            )));
+        }
+        Sniffed::Unknown if head.is_empty() => {
+            return Err(ToolError::bad_args(format!(
+                "{display} is empty; pass an audio file ({SUPPORTED})"
+            )));
+        }
+        Sniffed::Unknown => {
+            return Err(ToolError::bad_args(format!(
+                "{display} is not a recognised audio file (its first bytes match no known format); this tool reads {SUPPORTED}"
+            )));
+        }
+    };
+    let corrupt = |e: &SymError| {
+        ToolError::bad_args(format!(
+            "{display} looks like {format} but cannot be read: {}; the file may be truncated or corrupt",
+            abi::one_line(&e.to_string())
+        ))
+    };
+
+    let stream = MediaSourceStream::new(source, Default::default());
+    let format_opts = FormatOptions {
+        enable_gapless: true,
+        ..Default::default()
+    };
+    let probed = symphonia::default::get_probe()
+        .format(
+            &Hint::new(),
+            stream,
+            &format_opts,
+            &MetadataOptions::default(),
+        )
+        .map_err(|e| corrupt(&e))?;
+    let mut reader = probed.format;
+    let track = reader
+        .tracks()
+        .iter()
+        .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
+        .ok_or_else(|| {
+            ToolError::bad_args(format!("{display} ({format}) contains no audio track"))
+        })?;
+    let track_id = track.id;
+    let params = track.codec_params.clone();
+    let codecs = symphonia::default::get_codecs();
+    let codec = codecs
+        .get_codec(params.codec)
+        .map_or_else(|| "unknown".to_owned(), |d| d.short_name.to_owned());
+    let mut decoder = codecs
+        .make(&params, &DecoderOptions::default())
+        .map_err(|e| {
+            ToolError::bad_args(format!(
+                "{display} is {format}, but its audio codec is not supported ({}); this tool reads {SUPPORTED}",
+                abi::one_line(&e.to_string())
+            ))
+        })?;
+    if let (Some(frames), Some(rate), Some(channels)) =
+        (params.n_frames, params.sample_rate, params.channels)
+        && rate > 0
+        && (frames / u64::from(rate) > MAX_DURATION_MS / 1000
+            || frames.saturating_mul(channels.count() as u64) > MAX_SAMPLES)
+    {
+        return Err(too_long(
+            display,
+            frames.saturating_mul(1000) / u64::from(rate),
+            rate,
+            channels.count(),
+        ));
+    }
+
+    let mut analyser: Option<Analyser> = None;
+    let mut buffer: Option<SampleBuffer<f32>> = None;
+    let mut warnings = Vec::new();
+    let mut decode_errors = 0u64;
+    let mut first_error = None;
+    loop {
+        let packet = match reader.next_packet() {
+            Ok(packet) => packet,
+            Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(SymError::ResetRequired) => {
+                warnings.push(format!(
+                    "the stream changes its parameters after {} ms (e.g. a chained Ogg file); only the audio before that was analysed",
+                    analyser.as_ref().map_or(0, Analyser::position_ms)
+                ));
+                break;
+            }
+            Err(SymError::IoError(e)) => {
+                return Err(ToolError::failed(format!("cannot read {display}: {e}")));
+            }
+            Err(e) => {
+                // A damaged container: keep what was decoded so far if there is any.
+                if analyser.as_ref().is_some_and(|a| a.samples > 0) {
+                    warnings.push(format!(
+                        "the file is damaged after {} ms ({}); only the audio before that was analysed",
+                        analyser.as_ref().map_or(0, Analyser::position_ms),
+                        abi::one_line(&e.to_string())
+                    ));
+                    break;
+                }
+                return Err(corrupt(&e));
+            }
+        };
+        if packet.track_id() != track_id {
+            continue;
+        }
+        let decoded = match decoder.decode(&packet) {
+            Ok(decoded) => decoded,
+            Err(SymError::DecodeError(msg)) => {
+                decode_errors += 1;
+                first_error.get_or_insert(msg);
+                if decode_errors > MAX_DECODE_ERRORS {
+                    return Err(ToolError::bad_args(format!(
+                        "{display} looks like {format} but more than {MAX_DECODE_ERRORS} of its packets cannot be decoded (first: {msg}); the file is corrupt"
+                    )));
+                }
+                continue;
+            }
+            Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(corrupt(&e)),
+        };
+        let spec = *decoded.spec();
+        let frames = decoded.frames();
+        if frames == 0 {
+            continue;
+        }
+        let analyser = match &mut analyser {
+            Some(a) => {
+                if a.sample_rate != spec.rate || a.channels != spec.channels.count() {
+                    warnings.push(format!(
+                        "the stream changes from {} Hz, {} channel(s) to {} Hz, {} channel(s) after {} ms; only the audio before that was analysed",
+                        a.sample_rate,
+                        a.channels,
+                        spec.rate,
+                        spec.channels.count(),
+                        a.position_ms()
+                    ));
+                    break;
+                }
+                a
+            }
+            None => analyser.insert(Analyser::new(
+                spec.rate,
+                spec.channels.count(),
+                settings,
+                display,
+            )?),
+        };
+        let buf = match &mut buffer {
+            Some(buf) if buf.capacity() >= frames * spec.channels.count() => buf,
+            _ => buffer.insert(SampleBuffer::new(decoded.capacity() as u64, spec)),
+        };
+        buf.copy_interleaved_ref(decoded);
+        analyser.push(buf.samples());
+        if analyser.samples > analyser.max_samples {
+            return Err(too_long(
+                display,
+                analyser.position_ms(),
+                analyser.sample_rate,
+                analyser.channels,
+            ));
+        }
+    }
+
+    let Some(analyser) = analyser else {
+        return Err(match first_error {
+            Some(msg) => ToolError::bad_args(format!(
+                "{display} looks like {format} but none of its audio can be decoded ({msg}); the file is corrupt"
+            )),
+            None => ToolError::bad_args(format!("{display} ({format}) contains no audio samples")),
+        });
+    };
+    if let Some(declared) = params.n_frames
+        && params.sample_rate == Some(analyser.sample_rate)
+        && analyser.samples + analyser.frame_len < declared
+    {
+        warnings.push(format!(
+            "the file declares {} ms of audio but only {} ms could be read; it is probably truncated",
+            analyser.to_ms(declared),
+            analyser.position_ms()
+        ));
+    }
+    if decode_errors > 0 {
+        warnings.push(format!(
+            "{decode_errors} packet(s) could not be decoded and were skipped (first: {}); the file may be damaged, and times after the first bad packet may be early",
+            first_error.unwrap_or("unknown error")
+        ));
+    }
+    Ok(analyser.finish(format, codec, settings, warnings))
+}
+
+fn too_long(display: &str, ms: u64, rate: u32, channels: usize) -> ToolError {
+    let max_ms = max_samples(rate, channels) * 1000 / u64::from(rate.max(1));
+    ToolError::bad_args(format!(
+        "{display} is too long: at least {} min of {rate} Hz audio in {channels} channel(s), and this tool analyses at most {} min at that rate (at most {MAX_SAMPLES} samples over all channels, and 4 hours); cut it into shorter parts, or convert it to mono or a lower sample rate, first",
+        ms / 60_000,
+        max_ms / 60_000
+    ))
+}
+
+/// The most sample frames analysed at `rate` with `channels` channels.
+fn max_samples(rate: u32, channels: usize) -> u64 {
+    (MAX_SAMPLES / channels.max(1) as u64).min(u64::from(rate) * (MAX_DURATION_MS / 1000))
+}
+
+/// Turns a stream of interleaved samples into frames and frames into regions.
+#[derive(Debug)]
+struct Analyser {
+    sample_rate: u32,
+    channels: usize,
+    mode: ChannelMode,
+    /// Samples (per channel) in one analysis frame.
+    frame_len: u64,
+    /// A frame is silent when its mean square is below this.
+    threshold_ms: f64,
+    min_silence_samples: u64,
+    max_samples: u64,
+    /// Samples (per channel) consumed so far.
+    samples: u64,
+    /// The current frame: per-channel (or mixed) sums of squares and its length so far.
+    sums: Vec<f64>,
+    in_frame: u64,
+    total_sum: f64,
+    loudest: f64,
+    quietest: f64,
+    silence_start: Option<u64>,
+    silences: Vec<(u64, u64)>,
+    truncated: bool,
+}
+
+impl Analyser {
+    fn new(
+        sample_rate: u32,
+        channels: usize,
+        settings: &Settings,
+        display: &str,
+    ) -> Result<Analyser, ToolError> {
+        if sample_rate == 0 || channels == 0 {
+            return Err(ToolError::bad_args(format!(
+                "{display} declares {sample_rate} Hz and {channels} channel(s), which is not playable audio; the file is corrupt"
+            )));
+        }
+        if let ChannelMode::Index(i) = settings.channel
+            && i >= channels
+        {
+            return Err(ToolError::bad_args(format!(
+                "channel {i} does not exist: {display} has {channels} channel(s), numbered from 0; use \"mix\" or \"loudest\" to use them all"
+            )));
+        }
+        let rate = u64::from(sample_rate);
+        let sums = match settings.channel {
+            ChannelMode::Loudest => channels,
+            ChannelMode::Mix | ChannelMode::Index(_) => 1,
+        };
+        Ok(Analyser {
+            sample_rate,
+            channels,
+            mode: settings.channel,
+            frame_len: (rate * settings.frame_ms).div_ceil(1000).max(1),
+            threshold_ms: 10f64.powf(settings.threshold_db / 10.0),
+            min_silence_samples: (rate * settings.min_silence_ms).div_ceil(1000),
+            max_samples: max_samples(sample_rate, channels),
+            samples: 0,
+            sums: vec![0.0; sums],
+            in_frame: 0,
+            total_sum: 0.0,
+            loudest: 0.0,
+            quietest: f64::INFINITY,
+            silence_start: None,
+            silences: Vec::new(),
+            truncated: false,
+        })
+    }
+
+    fn position_ms(&self) -> u64 {
+        self.to_ms(self.samples)
+    }
+
+    fn to_ms(&self, samples: u64) -> u64 {
+        let rate = u64::from(self.sample_rate);
+        (samples * 1000 + rate / 2) / rate
+    }
+
+    /// Consumes interleaved samples (a whole number of sample frames).
+    fn push(&mut self, interleaved: &[f32]) {
+        let channels = self.channels;
+        for sample_frame in interleaved.chunks_exact(channels) {
+            match self.mode {
+                ChannelMode::Mix => {
+                    let mixed =
+                        sample_frame.iter().map(|&s| f64::from(s)).sum::<f64>() / channels as f64;
+                    self.sums[0] += mixed * mixed;
+                }
+                ChannelMode::Index(i) => {
+                    let s = f64::from(sample_frame[i]);
+                    self.sums[0] += s * s;
+                }
+                ChannelMode::Loudest => {
+                    for (sum, &s) in self.sums.iter_mut().zip(sample_frame) {
+                        let s = f64::from(s);
+                        *sum += s * s;
+                    }
+                }
+            }
+            self.in_frame += 1;
+            self.samples += 1;
+            if self.in_frame == self.frame_len {
+                self.end_frame();
+            }
+        }
+    }
+
+    /// Closes the current frame: measures it and advances the region state.
+    fn end_frame(&mut self) {
+        let len = self.in_frame as f64;
+        let mean_square = self.sums.iter().fold(0.0f64, |m, &s| m.max(s / len));
+        self.total_sum += self.sums.iter().sum::<f64>() / self.sums.len() as f64;
+        self.loudest = self.loudest.max(mean_square);
+        self.quietest = self.quietest.min(mean_square);
+        let start = self.samples - self.in_frame;
+        if mean_square < self.threshold_ms {
+            self.silence_start.get_or_insert(start);
+        } else if let Some(silence) = self.silence_start.take() {
+            self.add_silence(silence, start);
+        }
+        self.sums.iter_mut().for_each(|s| *s = 0.0);
+        self.in_frame = 0;
+    }
+
+    fn add_silence(&mut self, start: u64, end: u64) {
+        if end - start < self.min_silence_samples.max(1) {
+            return;
+        }
+        if self.silences.len() == MAX_REGIONS {
+            self.truncated = true;
+        } else if !self.truncated {
+            self.silences.push((start, end));
+        }
+    }
+
+    fn finish(
+        mut self,
+        format: &'static str,
+        codec: String,
+        settings: &Settings,
+        mut warnings: Vec<String>,
+    ) -> Output {
+        if self.in_frame > 0 {
+            self.end_frame();
+        }
+        if let Some(silence) = self.silence_start.take() {
+            self.add_silence(silence, self.samples);
+        }
+        let region = |a: &Analyser, (start, end): (u64, u64)| {
+            let (start_ms, end_ms) = (a.to_ms(start), a.to_ms(end));
+            Region {
+                start_ms,
+                end_ms,
+                duration_ms: end_ms - start_ms,
+            }
+        };
+        let silences: Vec<Region> = self.silences.iter().map(|&r| region(&self, r)).collect();
+        // The sounds are the gaps between silences; when the list is truncated, only up to the
+        // last silence listed.
+        let mut sounds = Vec::new();
+        let mut cursor = 0;
+        for &(start, end) in &self.silences {
+            if start > cursor {
+                sounds.push(region(&self, (cursor, start)));
+            }
+            cursor = end;
+        }
+        if !self.truncated && cursor < self.samples {
+            sounds.push(region(&self, (cursor, self.samples)));
+        }
+        if self.truncated {
+            warnings.push(format!(
+                "more than {MAX_REGIONS} silences: only the first {MAX_REGIONS} (and the sounds before the last of them) are listed; raise min_silence_ms or lower threshold_db"
+            ));
+        }
+        Output {
+            format,
+            codec,
+            sample_rate: self.sample_rate,
+            channels: self.channels,
+            duration_ms: self.position_ms(),
+            frame_ms: settings.frame_ms,
+            threshold_db: settings.threshold_db,
+            min_silence_ms: settings.min_silence_ms,
+            channel: match self.mode {
+                ChannelMode::Mix => "mix".to_owned(),
+                ChannelMode::Loudest => "loudest".to_owned(),
+                ChannelMode::Index(i) => i.to_string(),
+            },
+            loudest_frame_db: to_db(self.loudest),
+            quietest_frame_db: to_db(self.quietest),
+            overall_rms_db: to_db(self.total_sum / self.samples.max(1) as f64),
+            silent_ms: silences.iter().map(|r| r.duration_ms).sum(),
+            silences,
+            sounds,
+            truncated: self.truncated,
+            warnings,
+        }
+    }
+}
+
+/// A mean square as dBFS, rounded to 0.1 dB and floored at [`FLOOR_DB`].
+fn to_db(mean_square: f64) -> f64 {
+    if mean_square.is_nan() || mean_square <= 0.0 {
+        return FLOOR_DB;
+    }
+    ((100.0 * mean_square.log10()).round() / 10.0).max(FLOOR_DB)
+}

@@ -1,0 +1,425 @@
+//! Tests for `audio.detect-silence` on synthetic signals written as WAV files here.
+
+use std::f64::consts::PI;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{MAX_REGIONS, Sniffed, sniff};
+use crate::abi::ErrorKind;
+use crate::blob::{Blob, OutDir};
+
+/// One channel's samples in [-1, 1].
+type Signal = Vec<f64>;
+
+fn sine(rate: u32, ms: u64, amplitude: f64) -> Signal {
+    let n = rate as u64 * ms / 1000;
+    (0..n)
+        .map(|i| amplitude * (2.0 * PI * 440.0 * i as f64 / f64::from(rate)).sin())
+        .collect()
+}
+
+fn zeros(rate: u32, ms: u64) -> Signal {
+    vec![0.0; (rate as u64 * ms / 1000) as usize]
+}
+
+fn concat(parts: &[Signal]) -> Signal {
+    parts.concat()
+}
+
+/// A minimal WAV writer: 16-bit PCM (`float` false) or 32-bit float, channels interleaved.
+fn wav(rate: u32, channels: &[Signal], float: bool) -> Vec<u8> {
+    let n = channels[0].len();
+    assert!(channels.iter().all(|c| c.len() == n));
+    let (tag, bytes_per_sample) = if float { (3u16, 4u16) } else { (1u16, 2u16) };
+    let block = bytes_per_sample * channels.len() as u16;
+    let data_len = n as u32 * u32::from(block);
+    let mut out = Vec::new();
+    out.extend_from_slice(b"RIFF");
+    out.extend_from_slice(&(36 + data_len).to_le_bytes());
+    out.extend_from_slice(b"WAVEfmt ");
+    out.extend_from_slice(&16u32.to_le_bytes());
+    out.extend_from_slice(&tag.to_le_bytes());
+    out.extend_from_slice(&(channels.len() as u16).to_le_bytes());
+    out.extend_from_slice(&rate.to_le_bytes());
+    out.extend_from_slice(&(rate * u32::from(block)).to_le_bytes());
+    out.extend_from_slice(&block.to_le_bytes());
+    out.extend_from_slice(&(bytes_per_sample * 8).to_le_bytes());
+    out.extend_from_slice(b"data");
+    out.extend_from_slice(&data_len.to_le_bytes());
+    for i in 0..n {
+        for c in channels {
+            if float {
+                out.extend_from_slice(&(c[i] as f32).to_le_bytes());
+            } else {
+                let s = (c[i] * 32767.0).round().clamp(-32768.0, 32767.0) as i16;
+                out.extend_from_slice(&s.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// Runs the tool on `bytes` written to a temp workspace as `a.wav`, with extra arguments.
+fn detect_bytes(bytes: &[u8], extra: Value) -> Result<Value, crate::abi::ToolError> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.wav"), bytes).unwrap();
+    let mut input = json!({"source": {"path": "a.wav"}});
+    for (k, v) in extra.as_object().unwrap() {
+        input[k] = v.clone();
+    }
+    super::run(input, dir.path(), &OutDir::at(dir.path().join("out")))
+}
+
+fn detect(bytes: &[u8], extra: Value) -> Value {
+    detect_bytes(bytes, extra).unwrap()
+}
+
+/// The regions of `key` as `(start_ms, end_ms)`, checking `duration_ms` on the way.
+fn regions(out: &Value, key: &str) -> Vec<(u64, u64)> {
+    out[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let (start, end) = (
+                r["start_ms"].as_u64().unwrap(),
+                r["end_ms"].as_u64().unwrap(),
+            );
+            assert_eq!(r["duration_ms"].as_u64().unwrap(), end - start);
+            (start, end)
+        })
+        .collect()
+}
+
+/// Asserts the regions match `expected` to within one frame (`frame_ms`) at each boundary.
+fn assert_near(actual: &[(u64, u64)], expected: &[(u64, u64)], frame_ms: u64) {
+    assert_eq!(
+        actual.len(),
+        expected.len(),
+        "{actual:?} vs expected {expected:?}"
+    );
+    for (a, e) in actual.iter().zip(expected) {
+        assert!(
+            a.0.abs_diff(e.0) <= frame_ms && a.1.abs_diff(e.1) <= frame_ms,
+            "{actual:?} vs expected {expected:?}"
+        );
+    }
+}
+
+const RATE: u32 = 16_000;
+
+/// Asserts a level in dB to within 0.2 dB.
+fn assert_db(actual: &Value, expected: f64) {
+    let actual = actual.as_f64().unwrap();
+    assert!(
+        (actual - expected).abs() <= 0.2,
+        "{actual} dB, expected {expected}"
+    );
+}
+
+#[test]
+fn finds_a_silence_between_two_tones() {
+    let signal = concat(&[
+        sine(RATE, 1000, 0.5),
+        zeros(RATE, 1000),
+        sine(RATE, 1000, 0.5),
+    ]);
+    let out = detect(&wav(RATE, &[signal], false), json!({}));
+    assert_eq!(out["format"], "wav");
+    assert_eq!(out["codec"], "pcm_s16le");
+    assert_eq!(out["sample_rate"], RATE);
+    assert_eq!(out["channels"], 1);
+    assert_eq!(out["duration_ms"], 3000);
+    assert_eq!(out["frame_ms"], 10);
+    assert_eq!(out["threshold_db"], -40.0);
+    assert_eq!(out["truncated"], false);
+    assert_eq!(out["warnings"], json!([]));
+    assert_near(&regions(&out, "silences"), &[(1000, 2000)], 10);
+    assert_near(&regions(&out, "sounds"), &[(0, 1000), (2000, 3000)], 10);
+    assert_eq!(out["silent_ms"], out["silences"][0]["duration_ms"]);
+    // A 0.5 sine is -9 dBFS RMS (frames of 4.4 periods vary a little); digital silence
+    // reports the floor.
+    assert_db(&out["loudest_frame_db"], -9.0);
+    assert_db(&out["overall_rms_db"], -10.8);
+    assert_eq!(out["quietest_frame_db"], -120.0);
+}
+
+#[test]
+fn silence_at_the_start_and_end_counts() {
+    let signal = concat(&[zeros(RATE, 700), sine(RATE, 1000, 0.3), zeros(RATE, 600)]);
+    let out = detect(&wav(RATE, &[signal], false), json!({}));
+    assert_eq!(out["duration_ms"], 2300);
+    assert_near(&regions(&out, "silences"), &[(0, 700), (1700, 2300)], 10);
+    assert_near(&regions(&out, "sounds"), &[(700, 1700)], 10);
+    // The edges are exact when they fall on frame boundaries.
+    assert_eq!(regions(&out, "silences")[1].1, 2300);
+    assert_eq!(regions(&out, "silences")[0].0, 0);
+}
+
+#[test]
+fn all_silence_and_no_silence() {
+    let out = detect(&wav(RATE, &[zeros(RATE, 800)], false), json!({}));
+    assert_eq!(regions(&out, "silences"), [(0, 800)]);
+    assert_eq!(regions(&out, "sounds"), []);
+    assert_eq!(out["silent_ms"], 800);
+
+    let out = detect(&wav(RATE, &[sine(RATE, 800, 0.5)], false), json!({}));
+    assert_eq!(regions(&out, "silences"), []);
+    assert_eq!(regions(&out, "sounds"), [(0, 800)]);
+    assert_eq!(out["silent_ms"], 0);
+}
+
+#[test]
+fn the_threshold_decides_what_is_quiet_enough() {
+    // The middle tone is 0.01 peak: 20 log10(0.01 / sqrt 2) = -43 dBFS RMS.
+    let signal = concat(&[
+        sine(RATE, 1000, 0.5),
+        sine(RATE, 1000, 0.01),
+        sine(RATE, 1000, 0.5),
+    ]);
+    let bytes = wav(RATE, &[signal], false);
+    let out = detect(&bytes, json!({}));
+    assert_near(&regions(&out, "silences"), &[(1000, 2000)], 10);
+    assert_db(&out["quietest_frame_db"], -43.0);
+
+    let out = detect(&bytes, json!({"threshold_db": -50}));
+    assert_eq!(regions(&out, "silences"), []);
+    assert_eq!(regions(&out, "sounds"), [(0, 3000)]);
+
+    // Everything below -9 dBFS is silent at -8.
+    let out = detect(&bytes, json!({"threshold_db": -8}));
+    assert_eq!(regions(&out, "silences"), [(0, 3000)]);
+}
+
+#[test]
+fn min_silence_drops_short_gaps() {
+    let signal = concat(&[
+        sine(RATE, 1000, 0.5),
+        zeros(RATE, 300),
+        sine(RATE, 1000, 0.5),
+        zeros(RATE, 800),
+    ]);
+    let bytes = wav(RATE, &[signal], false);
+    let out = detect(&bytes, json!({}));
+    assert_near(&regions(&out, "silences"), &[(2300, 3100)], 10);
+    assert_near(&regions(&out, "sounds"), &[(0, 2300)], 10);
+
+    let out = detect(&bytes, json!({"min_silence_ms": 200}));
+    assert_near(
+        &regions(&out, "silences"),
+        &[(1000, 1300), (2300, 3100)],
+        10,
+    );
+    assert_near(&regions(&out, "sounds"), &[(0, 1000), (1300, 2300)], 10);
+
+    let out = detect(&bytes, json!({"min_silence_ms": 1000}));
+    assert_eq!(regions(&out, "silences"), []);
+}
+
+#[test]
+fn frame_size_sets_the_resolution() {
+    // The silence starts 5 ms into a 10 ms frame, and 25 ms into a 50 ms one.
+    let signal = concat(&[
+        sine(RATE, 1025, 0.5),
+        zeros(RATE, 1000),
+        sine(RATE, 975, 0.5),
+    ]);
+    let bytes = wav(RATE, &[signal], false);
+    let out = detect(&bytes, json!({"frame_ms": 1}));
+    assert_near(&regions(&out, "silences"), &[(1025, 2025)], 1);
+    let out = detect(&bytes, json!({"frame_ms": 50}));
+    assert_eq!(out["frame_ms"], 50);
+    assert_near(&regions(&out, "silences"), &[(1025, 2025)], 50);
+}
+
+#[test]
+fn stereo_channels_are_mixed_or_chosen() {
+    // Left plays throughout; right stops for a second.
+    let left = sine(RATE, 3000, 0.5);
+    let right = concat(&[
+        sine(RATE, 1000, 0.5),
+        zeros(RATE, 1000),
+        sine(RATE, 1000, 0.5),
+    ]);
+    let bytes = wav(RATE, &[left.clone(), right], false);
+    let out = detect(&bytes, json!({}));
+    assert_eq!(out["channels"], 2);
+    assert_eq!(out["channel"], "mix");
+    assert_eq!(regions(&out, "silences"), []);
+    let out = detect(&bytes, json!({"channel": 1}));
+    assert_eq!(out["channel"], "1");
+    assert_near(&regions(&out, "silences"), &[(1000, 2000)], 10);
+    let out = detect(&bytes, json!({"channel": 0}));
+    assert_eq!(regions(&out, "silences"), []);
+    let out = detect(&bytes, json!({"channel": "loudest"}));
+    assert_eq!(regions(&out, "silences"), []);
+
+    // Opposite phases cancel in the mix, but not per channel.
+    let inverted: Signal = left.iter().map(|s| -s).collect();
+    let bytes = wav(RATE, &[left, inverted], false);
+    let out = detect(&bytes, json!({}));
+    assert_eq!(regions(&out, "silences"), [(0, 3000)]);
+    let out = detect(&bytes, json!({"channel": "loudest"}));
+    assert_eq!(regions(&out, "silences"), []);
+
+    let err = detect_bytes(&bytes, json!({"channel": 2})).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadArgs);
+    assert!(err.message().contains("has 2 channel(s)"), "{err}");
+}
+
+#[test]
+fn float_wav_odd_rates_and_base64() {
+    let rate = 22_050;
+    let signal = concat(&[
+        sine(rate, 500, 0.5),
+        zeros(rate, 1500),
+        sine(rate, 500, 0.5),
+    ]);
+    let bytes = wav(rate, &[signal], true);
+    let dir = tempfile::tempdir().unwrap();
+    let input = json!({"source": {"base64": Blob::bytes(&bytes).base64}});
+    let out = super::run(input, dir.path(), &OutDir::at(dir.path())).unwrap();
+    assert_eq!(out["codec"], "pcm_f32le");
+    assert_eq!(out["sample_rate"], 22_050);
+    assert_eq!(out["duration_ms"], 2500);
+    assert_near(&regions(&out, "silences"), &[(500, 2000)], 10);
+}
+
+#[test]
+fn too_many_silences_are_truncated() {
+    // 1 ms frames alternating 2 ms of tone and 2 ms of silence at 8 kHz.
+    let rate = 8_000;
+    let period = concat(&[vec![0.5; 16], vec![0.0; 16]]);
+    let signal: Signal = period.repeat(MAX_REGIONS + 10);
+    let out = detect(
+        &wav(rate, &[signal], false),
+        json!({"frame_ms": 1, "min_silence_ms": 1}),
+    );
+    assert_eq!(out["truncated"], true);
+    assert_eq!(out["silences"].as_array().unwrap().len(), MAX_REGIONS);
+    assert_eq!(out["sounds"].as_array().unwrap().len(), MAX_REGIONS);
+    assert_eq!(regions(&out, "silences")[0], (2, 4));
+    assert!(out["warnings"][0].as_str().unwrap().contains("more than"));
+}
+
+#[test]
+fn long_files_are_refused_up_front() {
+    // A header declaring 2^31 bytes of 8 kHz mono data: 37 hours, refused before decoding.
+    let mut header = wav(8_000, &[sine(8_000, 10, 0.5)], false);
+    header[40..44].copy_from_slice(&0x8000_0000u32.to_le_bytes());
+    header[4..8].copy_from_slice(&(0x8000_0000u32 + 36).to_le_bytes());
+    let err = detect_bytes(&header, json!({})).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadArgs);
+    assert!(
+        err.message().contains("is too long: at least 2236 min of 8000 Hz audio in 1 channel(s), and this tool analyses at most 240 min"),
+        "{err}"
+    );
+    assert_eq!(super::max_samples(44_100, 2), 60_000_000);
+    assert_eq!(super::max_samples(8_000, 1), 8_000 * 4 * 3600);
+}
+
+fn error_of(bytes: &[u8]) -> String {
+    let err = detect_bytes(bytes, json!({})).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadArgs, "{err}");
+    assert!(!err.message().contains('\n'));
+    err.message().to_owned()
+}
+
+#[test]
+fn bad_files_give_clean_errors() {
+    // Pseudo-random bytes (a fixed LCG, so the test is repeatable).
+    let mut x = 0x1234_5678u32;
+    let garbage: Vec<u8> = (0..4096)
+        .map(|_| {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (x >> 24) as u8
+        })
+        .collect();
+    assert!(error_of(&garbage).contains("not a recognised audio file"));
+    assert!(error_of(b"").contains("is empty"));
+    assert!(error_of(b"%PDF-1.7\n...").contains("a PDF document"));
+
+    // A WAV header followed by garbage, and a WAV cut inside its header.
+    let mut bad_wav = b"RIFF\x24\x00\x00\x00WAVE".to_vec();
+    bad_wav.extend_from_slice(&garbage[..200]);
+    let message = error_of(&bad_wav);
+    assert!(
+        message.contains("looks like wav but cannot be read"),
+        "{message}"
+    );
+    let good = wav(RATE, &[sine(RATE, 100, 0.5)], false);
+    let message = error_of(&good[..30]);
+    assert!(message.contains("looks like wav"), "{message}");
+
+    // A WAV cut in its data still reports what is there, to the last whole sample.
+    let good = wav(RATE, &[sine(RATE, 1000, 0.5)], false);
+    let out = detect(&good[..44 + 16_001], json!({}));
+    assert_eq!(out["duration_ms"], 500);
+    assert_eq!(
+        out["warnings"],
+        json!([
+            "the file declares 1000 ms of audio but only 500 ms could be read; it is probably truncated"
+        ])
+    );
+
+    // MP3 and Ogg headers followed by garbage.
+    let mut bad_mp3 = b"ID3\x04\x00\x00\x00\x00\x00\x00".to_vec();
+    bad_mp3.extend_from_slice(&garbage);
+    let message = error_of(&bad_mp3);
+    assert!(message.contains("mp3"), "{message}");
+    let mut opus = b"OggS\x00\x02".to_vec();
+    opus.extend_from_slice(&[0; 20]);
+    opus.push(1);
+    opus.push(19);
+    opus.extend_from_slice(b"OpusHead");
+    let message = error_of(&opus);
+    assert!(message.contains("Ogg file with Opus audio"), "{message}");
+}
+
+#[test]
+fn bad_arguments_name_the_field() {
+    let bytes = wav(RATE, &[zeros(RATE, 100)], false);
+    for (args, field) in [
+        (json!({"threshold_db": 3}), "threshold_db"),
+        (json!({"threshold_db": -200}), "threshold_db"),
+        (json!({"frame_ms": 0}), "frame_ms"),
+        (json!({"frame_ms": 2000}), "frame_ms"),
+        (
+            json!({"min_silence_ms": 99_999_999_999u64}),
+            "min_silence_ms",
+        ),
+        (json!({"channel": "left"}), "channel"),
+        (json!({"channel": -1}), "channel"),
+        (json!({"bogus": 1}), "bogus"),
+    ] {
+        let err = detect_bytes(&bytes, args.clone()).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadArgs, "{args}");
+        assert!(err.message().contains(field), "{args}: {err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let err = super::run(
+        json!({"source": {"path": "missing.wav"}}),
+        dir.path(),
+        &OutDir::at(dir.path()),
+    )
+    .unwrap_err();
+    assert!(err.message().contains("no such file"), "{err}");
+    let err = super::run(
+        json!({"source": {"path": "."}}),
+        dir.path(),
+        &OutDir::at(Path::new("/nonexistent")),
+    )
+    .unwrap_err();
+    assert!(err.message().contains("directory"), "{err}");
+}
+
+#[test]
+fn sniffs_containers() {
+    assert_eq!(sniff(b"fLaC\0\0\0\x22"), Sniffed::Supported("flac"));
+    assert_eq!(sniff(b"\xFF\xFB\x90\x64"), Sniffed::Supported("mp3"));
+    assert!(matches!(sniff(b"\xFF\xF1\x50\x80"), Sniffed::Unsupported(s) if s.contains("AAC")));
+    assert!(matches!(sniff(b"\0\0\0\x20ftypM4A "), Sniffed::Unsupported(s) if s.contains("M4A")));
+    assert!(matches!(sniff(b"FORM\0\0\0\0AIFF"), Sniffed::Unsupported(s) if s.contains("AIFF")));
+    assert_eq!(sniff(b"hello"), Sniffed::Unknown);
+}
