@@ -18,3 +18,5 @@ mod code_exec_python;
 mod media_support;
 // image.resize and image.format-convert against Pillow.
 mod media_image;
+// audio.detect-silence on espeak-ng speech with sox-made silences.
+mod media_audio;

@@ -159,22 +159,13 @@ fn stage_blobs(
     arguments: &mut Value,
 ) -> Result<Vec<(String, Vec<u8>)>, ExecError> {
     use base64::Engine as _;
-    let Some(properties) = manifest
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-    else {
-        return Ok(Vec::new());
-    };
     let Some(arguments) = arguments.as_object_mut() else {
         return Ok(Vec::new());
     };
     let mut staged = Vec::new();
-    for (name, schema) in properties {
-        let is_blob = schema.get(BLOB_KEYWORD).and_then(Value::as_bool) == Some(true);
-        let plain_name =
-            !name.is_empty() && !name.contains(['/', '\\', '\0']) && name != "." && name != "..";
-        if !is_blob || !plain_name {
+    for name in file_arguments(manifest) {
+        let plain_name = !name.contains(['/', '\\', '\0']) && name != "." && name != "..";
+        if !plain_name {
             continue;
         }
         let Some(encoded) = arguments
@@ -195,10 +186,25 @@ fn stage_blobs(
                 }],
             })?;
         let path = format!("/tmp/in/{name}");
-        arguments.insert(name.clone(), serde_json::json!({ "path": path }));
-        staged.push((name.clone(), bytes));
+        arguments.insert(name.to_owned(), serde_json::json!({ "path": path }));
+        staged.push((name.to_owned(), bytes));
     }
     Ok(staged)
+}
+
+/// The names of a tool's file arguments: top-level input properties whose schema carries
+/// `"x-locara-blob": true`.
+pub(crate) fn file_arguments(manifest: &ToolManifest) -> impl Iterator<Item = &str> {
+    manifest
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(name, schema)| {
+            !name.is_empty() && schema.get(BLOB_KEYWORD).and_then(Value::as_bool) == Some(true)
+        })
+        .map(|(name, _)| name.as_str())
 }
 
 /// The manifest's limits, each capped by the host's.

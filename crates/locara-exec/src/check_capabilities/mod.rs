@@ -117,6 +117,28 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
         "a workspace directory"
     };
     let Some(selected) = &call.workspace else {
+        // A tool that takes files as arguments runs without a workspace when every file comes
+        // by value (`{"base64": …}`): only a file named by path needs one.
+        let by_path = crate::execute::file_arguments(manifest)
+            .filter(|name| {
+                call.arguments
+                    .get(name)
+                    .and_then(|v| v.get("path"))
+                    .is_some()
+            })
+            .collect::<Vec<_>>();
+        let has_files = crate::execute::file_arguments(manifest).next().is_some();
+        if has_files && !wants_write && by_path.is_empty() {
+            return Ok(Grant::default());
+        }
+        if let Some(name) = by_path.first() {
+            return Err(denied(
+                access.to_owned(),
+                format!(
+                    "was not given, and the file argument `{name}` names a path in it: select the directory (`--dir DIR` on the command line), or pass the file's bytes as {{\"base64\": …}}"
+                ),
+            ));
+        }
         return Err(denied(
             access.to_owned(),
             "was not given: select one for the call (`--dir DIR` on the command line)".to_owned(),
