@@ -20,6 +20,8 @@
 //! | `bash.read-only`     | `bash-read-only`     | [`bash_read_only`]     |
 //! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
 //! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
+//! | `image.resize`       | `image-resize`       | [`image_resize`]       |
+//! | `image.format-convert` | `image-format-convert` | [`image_format_convert`] |
 
 pub mod abi;
 pub mod blob;
@@ -32,6 +34,9 @@ mod filesystem_read;
 mod filesystem_search;
 mod filesystem_write;
 mod glob;
+mod image_format_convert;
+mod image_io;
+mod image_resize;
 mod text_chunk;
 mod walk;
 
@@ -42,6 +47,7 @@ pub use crate::{
     bash_read_only::run as bash_read_only, file_edit::run as file_edit,
     filesystem_list::run as filesystem_list, filesystem_read::run as filesystem_read,
     filesystem_search::run as filesystem_search, filesystem_write::run as filesystem_write,
+    image_format_convert::run as image_format_convert, image_resize::run as image_resize,
     text_chunk::run as text_chunk,
 };
 
