@@ -21,6 +21,8 @@
 //! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
 //! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
 //! | `audio.detect-silence` | `audio-detect-silence` | [`audio_detect_silence`] |
+//! | `image.resize`       | `image-resize`       | [`image_resize`]       |
+//! | `image.format-convert` | `image-format-convert` | [`image_format_convert`] |
 
 pub mod abi;
 pub mod blob;
@@ -34,6 +36,9 @@ mod filesystem_read;
 mod filesystem_search;
 mod filesystem_write;
 mod glob;
+mod image_format_convert;
+mod image_io;
+mod image_resize;
 mod text_chunk;
 mod walk;
 
@@ -44,7 +49,8 @@ pub use crate::{
     audio_detect_silence::run as audio_detect_silence, bash_read_only::run as bash_read_only,
     file_edit::run as file_edit, filesystem_list::run as filesystem_list,
     filesystem_read::run as filesystem_read, filesystem_search::run as filesystem_search,
-    filesystem_write::run as filesystem_write, text_chunk::run as text_chunk,
+    filesystem_write::run as filesystem_write, image_format_convert::run as image_format_convert,
+    image_resize::run as image_resize, text_chunk::run as text_chunk,
 };
 
 /// Condenses a (multi-line) regex error into its last, most specific line.

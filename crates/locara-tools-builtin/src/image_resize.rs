@@ -1,0 +1,347 @@
+//! `image.resize`: crops and/or resizes an image and writes `resized.<ext>`.
+//!
+//! Order: the optional `crop` rectangle is cut out of the source first, then the result is
+//! fitted to the `width` x `height` box:
+//! - `fit` (default): the largest size inside the box with the same aspect ratio (a missing
+//!   `width` or `height` leaves that side unbounded); it may upscale.
+//! - `fill`: covers the box with the aspect ratio kept, cropping the overflow evenly from both
+//!   sides (done by cropping the source to the box's aspect ratio, then resizing).
+//! - `exact`: exactly `width` x `height`, stretching if the aspect ratio differs.
+//!
+//! Resampling uses `image`'s separable filters (default Lanczos3, the sharpest of them and the
+//! usual choice for photographs and downscaling); colours with partial transparency are
+//! resampled premultiplied by alpha, so transparent pixels do not bleed dark fringes.
+//! The output is bounded by [`MAX_OUTPUT_SIDE`], [`MAX_OUTPUT_PIXELS`] and the resampler's
+//! working memory [`MAX_WORK_BYTES`].
+
+use std::path::Path;
+
+use image::{DynamicImage, imageops::FilterType};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::abi::{self, ToolError};
+use crate::blob::{Blob, OutDir};
+use crate::image_io::{self, Format, MAX_INPUT_BYTES, SourceInfo};
+
+#[cfg(test)]
+mod tests;
+
+/// The largest output width or height.
+pub(crate) const MAX_OUTPUT_SIDE: u32 = 16_384;
+/// The most output pixels.
+pub(crate) const MAX_OUTPUT_PIXELS: u64 = 64_000_000;
+/// The most memory the resampler may need: its `f32` RGBA intermediate (source width x output
+/// height x 16 bytes) plus the output buffer.
+pub(crate) const MAX_WORK_BYTES: u64 = 384 * 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    source: Blob,
+    #[serde(default)]
+    width: Option<u32>,
+    #[serde(default)]
+    height: Option<u32>,
+    #[serde(default)]
+    mode: Mode,
+    #[serde(default)]
+    crop: Option<Rect>,
+    #[serde(default)]
+    filter: Filter,
+    #[serde(default)]
+    format: Option<Format>,
+    #[serde(default)]
+    quality: Option<u32>,
+}
+
+/// How the image is fitted to the box.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Mode {
+    #[default]
+    Fit,
+    Fill,
+    Exact,
+}
+
+/// The resampling filter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Filter {
+    Nearest,
+    Triangle,
+    CatmullRom,
+    Gaussian,
+    #[default]
+    Lanczos3,
+}
+
+impl Filter {
+    fn to_image(self) -> FilterType {
+        match self {
+            Filter::Nearest => FilterType::Nearest,
+            Filter::Triangle => FilterType::Triangle,
+            Filter::CatmullRom => FilterType::CatmullRom,
+            Filter::Gaussian => FilterType::Gaussian,
+            Filter::Lanczos3 => FilterType::Lanczos3,
+        }
+    }
+}
+
+/// A rectangle in source pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Rect {
+    pub(crate) x: u32,
+    pub(crate) y: u32,
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+}
+
+/// What to do to the source: cut out `region`, then resample it to `size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub(crate) region: Rect,
+    pub(crate) size: (u32, u32),
+}
+
+/// Runs `image.resize`.
+///
+/// # Errors
+/// Bad arguments (no size, a crop outside the image, an output too large), an input that is
+/// not a supported image, or an encoder failure.
+pub fn run(input: Value, root: &Path, out: &OutDir) -> Result<Value, ToolError> {
+    let args: Args = abi::parse_args(input)?;
+    let quality = image_io::check_quality(args.quality)?;
+    let what = args.source.describe();
+    let bytes = args.source.read(root, MAX_INPUT_BYTES)?;
+    let decoded = image_io::decode(&bytes, &what)?;
+    drop(bytes);
+    let (sw, sh) = (decoded.image.width(), decoded.image.height());
+    let plan = plan((sw, sh), args.crop, args.width, args.height, args.mode)?;
+    check_work(&decoded.image, &plan)?;
+
+    let mut image = decoded.image;
+    if (
+        plan.region.x,
+        plan.region.y,
+        plan.region.width,
+        plan.region.height,
+    ) != (0, 0, sw, sh)
+    {
+        let r = plan.region;
+        image = image.crop_imm(r.x, r.y, r.width, r.height);
+    }
+    let image = resample(image, plan.size, args.filter.to_image());
+
+    let format = args.format.unwrap_or(decoded.format);
+    let source = SourceInfo {
+        width: sw,
+        height: sh,
+        format: decoded.format.name(),
+    };
+    abi::to_output(&image_io::write_result(
+        &image,
+        format,
+        quality,
+        "resized",
+        source,
+        Vec::new(),
+        out,
+    )?)
+}
+
+/// Works out the region to cut and the output size.
+///
+/// # Errors
+/// A bad-arguments error for a missing size, a crop outside the source, or an output larger
+/// than the limits.
+pub(crate) fn plan(
+    source: (u32, u32),
+    crop: Option<Rect>,
+    width: Option<u32>,
+    height: Option<u32>,
+    mode: Mode,
+) -> Result<Plan, ToolError> {
+    let region = match crop {
+        Some(c) => check_crop(c, source)?,
+        None => Rect {
+            x: 0,
+            y: 0,
+            width: source.0,
+            height: source.1,
+        },
+    };
+    for (name, value) in [("width", width), ("height", height)] {
+        if let Some(v) = value
+            && !(1..=MAX_OUTPUT_SIDE).contains(&v)
+        {
+            return Err(ToolError::bad_args(format!(
+                "{name} must be between 1 and {MAX_OUTPUT_SIDE} pixels, got {v}"
+            )));
+        }
+    }
+    let (rw, rh) = (u64::from(region.width), u64::from(region.height));
+    // `a * b / c`, rounded, at least 1.
+    let scale = |a: u64, b: u64, c: u64| -> u64 { ((a * b + c / 2) / c).max(1) };
+    let (plan_region, size): (Rect, (u64, u64)) = match (mode, width, height) {
+        (_, None, None) if crop.is_some() => (region, (rw, rh)),
+        (_, None, None) => {
+            return Err(ToolError::bad_args(
+                "give width and/or height (the target size in pixels), or a crop rectangle",
+            ));
+        }
+        (Mode::Fit, Some(w), None) => (region, (u64::from(w), scale(rh, u64::from(w), rw))),
+        (Mode::Fit, None, Some(h)) => (region, (scale(rw, u64::from(h), rh), u64::from(h))),
+        (Mode::Fit, Some(w), Some(h)) => {
+            let (w, h) = (u64::from(w), u64::from(h));
+            if w * rh <= h * rw {
+                (region, (w, scale(rh, w, rw).min(h)))
+            } else {
+                (region, (scale(rw, h, rh).min(w), h))
+            }
+        }
+        (Mode::Exact, Some(w), Some(h)) => (region, (u64::from(w), u64::from(h))),
+        (Mode::Fill, Some(w), Some(h)) => {
+            let (w, h) = (u64::from(w), u64::from(h));
+            // Cut the region down to the box's aspect ratio, centred.
+            let cut = if rw * h > w * rh {
+                let cw = scale(rh, w, h).min(rw);
+                Rect {
+                    x: region.x + ((rw - cw) / 2) as u32,
+                    y: region.y,
+                    width: cw as u32,
+                    height: region.height,
+                }
+            } else {
+                let ch = scale(rw, h, w).min(rh);
+                Rect {
+                    x: region.x,
+                    y: region.y + ((rh - ch) / 2) as u32,
+                    width: region.width,
+                    height: ch as u32,
+                }
+            };
+            (cut, (w, h))
+        }
+        (mode @ (Mode::Fill | Mode::Exact), _, _) => {
+            let name = if mode == Mode::Fill { "fill" } else { "exact" };
+            return Err(ToolError::bad_args(format!(
+                "mode \"{name}\" needs both width and height; give both, or use mode \"fit\" to scale by one side keeping the aspect ratio"
+            )));
+        }
+    };
+    let (ow, oh) = size;
+    if ow > u64::from(MAX_OUTPUT_SIDE)
+        || oh > u64::from(MAX_OUTPUT_SIDE)
+        || ow * oh > MAX_OUTPUT_PIXELS
+    {
+        return Err(ToolError::bad_args(format!(
+            "the output would be {ow}x{oh} pixels, more than this tool produces (at most {MAX_OUTPUT_SIDE} pixels per side and {} megapixels); ask for a smaller width or height",
+            MAX_OUTPUT_PIXELS / 1_000_000
+        )));
+    }
+    Ok(Plan {
+        region: plan_region,
+        size: (ow as u32, oh as u32),
+    })
+}
+
+fn check_crop(crop: Rect, (sw, sh): (u32, u32)) -> Result<Rect, ToolError> {
+    let Rect {
+        x,
+        y,
+        width,
+        height,
+    } = crop;
+    if width == 0 || height == 0 {
+        return Err(ToolError::bad_args(format!(
+            "crop.width and crop.height must be at least 1, got {width}x{height}"
+        )));
+    }
+    let right = u64::from(x) + u64::from(width);
+    let bottom = u64::from(y) + u64::from(height);
+    if right > u64::from(sw) || bottom > u64::from(sh) {
+        let side = if right > u64::from(sw) {
+            format!("crop.x + crop.width = {right} exceeds the image width {sw}")
+        } else {
+            format!("crop.y + crop.height = {bottom} exceeds the image height {sh}")
+        };
+        return Err(ToolError::bad_args(format!(
+            "the crop rectangle does not fit in the {sw}x{sh} image: {side}; x and y count from the top-left corner (0, 0)"
+        )));
+    }
+    Ok(crop)
+}
+
+/// Refuses a resize whose resampler buffers would exceed [`MAX_WORK_BYTES`].
+fn check_work(image: &DynamicImage, plan: &Plan) -> Result<(), ToolError> {
+    let (ow, oh) = (u64::from(plan.size.0), u64::from(plan.size.1));
+    let intermediate = u64::from(plan.region.width) * oh * 16;
+    let output = ow * oh * u64::from(image.color().bytes_per_pixel());
+    let work = intermediate + output;
+    if work > MAX_WORK_BYTES {
+        return Err(ToolError::bad_args(format!(
+            "resizing to {ow}x{oh} needs about {} MiB of working memory, more than the {} MiB this tool may use; ask for a smaller output, or crop the source first",
+            work >> 20,
+            MAX_WORK_BYTES >> 20
+        )));
+    }
+    Ok(())
+}
+
+/// Resamples to `size`, premultiplying partially transparent images by alpha around it.
+fn resample(image: DynamicImage, size: (u32, u32), filter: FilterType) -> DynamicImage {
+    if (image.width(), image.height()) == size {
+        return image;
+    }
+    let mut image = image;
+    let premultiplied = premultiply(&mut image, true);
+    let mut out = image.resize_exact(size.0, size.1, filter);
+    drop(image);
+    if premultiplied {
+        premultiply(&mut out, false);
+    }
+    out
+}
+
+/// Multiplies (or, with `forward` false, divides) the colour channels by alpha in place.
+/// Returns whether anything was done: not for opaque images or types without alpha.
+fn premultiply(image: &mut DynamicImage, forward: bool) -> bool {
+    fn run<T: Copy + Into<u32> + TryFrom<u32>>(
+        data: &mut [T],
+        channels: usize,
+        max: u32,
+        forward: bool,
+    ) -> bool {
+        if forward
+            && data
+                .chunks_exact(channels)
+                .all(|p| p[channels - 1].into() == max)
+        {
+            return false;
+        }
+        for p in data.chunks_exact_mut(channels) {
+            let a = p[channels - 1].into();
+            for c in &mut p[..channels - 1] {
+                let v: u32 = (*c).into();
+                let v = if forward {
+                    (v * a + max / 2) / max
+                } else {
+                    // Fully transparent pixels have no colour left; they stay 0.
+                    (v * max + a / 2).checked_div(a).unwrap_or(0).min(max)
+                };
+                *c = T::try_from(v).unwrap_or(*c);
+            }
+        }
+        true
+    }
+    match image {
+        DynamicImage::ImageRgba8(b) => run(b, 4, 0xff, forward),
+        DynamicImage::ImageLumaA8(b) => run(b, 2, 0xff, forward),
+        DynamicImage::ImageRgba16(b) => run(b, 4, 0xffff, forward),
+        DynamicImage::ImageLumaA16(b) => run(b, 2, 0xffff, forward),
+        _ => false,
+    }
+}
