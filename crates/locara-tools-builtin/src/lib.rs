@@ -20,6 +20,8 @@
 //! | `bash.read-only`     | `bash-read-only`     | [`bash_read_only`]     |
 //! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
 //! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
+//! | `pdf.extract-text`   | `pdf-extract-text`   | [`pdf_extract_text`]   |
+//! | `pdf.split`          | `pdf-split`          | [`pdf_split`]          |
 
 pub mod abi;
 pub mod blob;
@@ -32,6 +34,9 @@ mod filesystem_read;
 mod filesystem_search;
 mod filesystem_write;
 mod glob;
+mod pdf;
+mod pdf_extract_text;
+mod pdf_split;
 mod text_chunk;
 mod walk;
 
@@ -42,6 +47,7 @@ pub use crate::{
     bash_read_only::run as bash_read_only, file_edit::run as file_edit,
     filesystem_list::run as filesystem_list, filesystem_read::run as filesystem_read,
     filesystem_search::run as filesystem_search, filesystem_write::run as filesystem_write,
+    pdf_extract_text::run as pdf_extract_text, pdf_split::run as pdf_split,
     text_chunk::run as text_chunk,
 };
 
