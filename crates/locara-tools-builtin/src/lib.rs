@@ -23,6 +23,8 @@
 //! | `audio.detect-silence` | `audio-detect-silence` | [`audio_detect_silence`] |
 //! | `image.resize`       | `image-resize`       | [`image_resize`]       |
 //! | `image.format-convert` | `image-format-convert` | [`image_format_convert`] |
+//! | `pdf.extract-text`   | `pdf-extract-text`   | [`pdf_extract_text`]   |
+//! | `pdf.split`          | `pdf-split`          | [`pdf_split`]          |
 
 pub mod abi;
 pub mod blob;
@@ -39,6 +41,9 @@ mod glob;
 mod image_format_convert;
 mod image_io;
 mod image_resize;
+mod pdf;
+mod pdf_extract_text;
+mod pdf_split;
 mod text_chunk;
 mod walk;
 
@@ -50,7 +55,8 @@ pub use crate::{
     file_edit::run as file_edit, filesystem_list::run as filesystem_list,
     filesystem_read::run as filesystem_read, filesystem_search::run as filesystem_search,
     filesystem_write::run as filesystem_write, image_format_convert::run as image_format_convert,
-    image_resize::run as image_resize, text_chunk::run as text_chunk,
+    image_resize::run as image_resize, pdf_extract_text::run as pdf_extract_text,
+    pdf_split::run as pdf_split, text_chunk::run as text_chunk,
 };
 
 /// Condenses a (multi-line) regex error into its last, most specific line.
