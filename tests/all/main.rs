@@ -20,3 +20,5 @@ mod media_support;
 mod media_image;
 // audio.detect-silence on espeak-ng speech with sox-made silences.
 mod media_audio;
+// pdf.extract-text and pdf.split against poppler and qpdf.
+mod media_pdf;
