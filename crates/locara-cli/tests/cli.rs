@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 /// The built-in tools every home built by `cargo xtask build-tools` has.
 /// The built-in tools a `TestHome` publishes (interpreter tools are published on demand).
-const BUILTIN: [&str; 8] = [
+const BUILTIN: &[&str] = &[
+    "audio.detect-silence",
     "bash.read-only",
     "code-exec.lua",
     "file.edit",
@@ -20,6 +21,10 @@ const BUILTIN: [&str; 8] = [
     "filesystem.read",
     "filesystem.search",
     "filesystem.write",
+    "image.format-convert",
+    "image.resize",
+    "pdf.extract-text",
+    "pdf.split",
     "text.chunk",
 ];
 
@@ -144,7 +149,7 @@ fn rejoin(output: &Value) -> String {
 fn list_shows_every_builtin_tool() {
     let cli = Cli::new();
     let run = cli.expect(0, &["list"]);
-    for id in BUILTIN {
+    for &id in BUILTIN {
         let line = run
             .stdout
             .lines()
@@ -189,7 +194,7 @@ fn list_shows_every_builtin_tool() {
         .map(|t| t["id"].as_str().unwrap())
         .collect();
     // Sorted by id, like the text listing.
-    let mut expected = [&BUILTIN[..], &["test.probe"]].concat();
+    let mut expected = [BUILTIN, &["test.probe"]].concat();
     expected.sort();
     assert_eq!(ids, expected);
 }
@@ -197,14 +202,15 @@ fn list_shows_every_builtin_tool() {
 #[test]
 fn search_ranks_text_chunk_first() {
     let cli = Cli::new();
-    let run = cli.expect(0, &["search", "split", "text"]);
+    // "split text" alone is ambiguous now that pdf.split exists; say what is split into what.
+    let run = cli.expect(0, &["search", "split", "text", "into", "chunks"]);
     let first = run.stdout.lines().next().expect("a result");
     let (score, rest) = first.trim_start().split_once("  ").unwrap();
     assert!(score.parse::<f64>().unwrap() > 0.0, "{first}");
     assert!(rest.starts_with("text.chunk@0.1.0"), "{first}");
 
     let hits = cli
-        .expect(0, &["--json", "search", "split text", "--limit", "2"])
+        .expect(0, &["--json", "search", "split text into chunks", "--limit", "2"])
         .json();
     let hits = hits.as_array().unwrap();
     assert!(hits.len() <= 2);
@@ -1062,4 +1068,75 @@ fn help_documents_the_exit_codes() {
     }
     let run = cli.expect(2, &["run"]);
     assert!(run.stderr.contains("<TOOL>"), "{}", run.stderr);
+}
+
+#[test]
+fn files_go_in_with_at_paths_and_come_out_with_out() {
+    let cli = Cli::new();
+    // A real PDF from Debian's libtasn1-doc (`.ci/test-deps`), outside any --dir: its bytes go.
+    let manual = Path::new("/usr/share/doc/libtasn1-doc/libtasn1.pdf");
+    assert!(
+        manual.is_file(),
+        "install Debian's libtasn1-doc (`bash .ci/test-deps`)"
+    );
+    let out = cli.path("parts");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("part-001.pdf"), "precious").unwrap();
+    let source = format!("source=@{}", manual.display());
+    let run = cli.expect(
+        0,
+        &[
+            "run",
+            "pdf.split",
+            "--arg",
+            &source,
+            "--arg",
+            r#"ranges=["1", "2-3"]"#,
+            "--out",
+            s(&out),
+        ],
+    );
+    assert_eq!(run.json()["page_count"], 36, "{run:#?}");
+    assert!(run.stderr.contains("part-001-1.pdf"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read(out.join("part-001.pdf")).unwrap(),
+        b"precious"
+    );
+    assert!(
+        std::fs::read(out.join("part-001-1.pdf"))
+            .unwrap()
+            .starts_with(b"%PDF-")
+    );
+    assert!(
+        std::fs::read(out.join("part-002.pdf"))
+            .unwrap()
+            .starts_with(b"%PDF-")
+    );
+
+    // Inside --dir, the file goes by path; with --json and no --out, files come back inline.
+    let docs = cli.path("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::copy(manual, docs.join("manual.pdf")).unwrap();
+    let inside = format!("source=@{}", docs.join("manual.pdf").display());
+    let run = cli.expect(
+        0,
+        &[
+            "--json",
+            "run",
+            "pdf.split",
+            "--dir",
+            s(&docs),
+            "--arg",
+            &inside,
+            "--arg",
+            "every=20",
+        ],
+    );
+    let response = run.json();
+    let files = response["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "{response}");
+    assert!(
+        files[0]["base64"].as_str().unwrap().starts_with("JVBERi0"),
+        "%PDF- in base64"
+    );
 }
