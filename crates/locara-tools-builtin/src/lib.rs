@@ -20,6 +20,7 @@
 //! | `bash.read-only`     | `bash-read-only`     | [`bash_read_only`]     |
 //! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
 //! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
+//! | `ocr`                | `ocr`                | [`ocr()`] (models in `/models`) |
 
 pub mod abi;
 pub mod blob;
@@ -32,6 +33,7 @@ mod filesystem_read;
 mod filesystem_search;
 mod filesystem_write;
 mod glob;
+mod ocr;
 mod text_chunk;
 mod walk;
 
@@ -42,7 +44,7 @@ pub use crate::{
     bash_read_only::run as bash_read_only, file_edit::run as file_edit,
     filesystem_list::run as filesystem_list, filesystem_read::run as filesystem_read,
     filesystem_search::run as filesystem_search, filesystem_write::run as filesystem_write,
-    text_chunk::run as text_chunk,
+    ocr::run as ocr, text_chunk::run as text_chunk,
 };
 
 /// Condenses a (multi-line) regex error into its last, most specific line.
