@@ -210,7 +210,10 @@ fn search_ranks_text_chunk_first() {
     assert!(rest.starts_with("text.chunk@0.1.0"), "{first}");
 
     let hits = cli
-        .expect(0, &["--json", "search", "split text into chunks", "--limit", "2"])
+        .expect(
+            0,
+            &["--json", "search", "split text into chunks", "--limit", "2"],
+        )
         .json();
     let hits = hits.as_array().unwrap();
     assert!(hits.len() <= 2);

@@ -25,6 +25,7 @@
 //! | `image.format-convert` | `image-format-convert` | [`image_format_convert`] |
 //! | `pdf.extract-text`   | `pdf-extract-text`   | [`pdf_extract_text`]   |
 //! | `pdf.split`          | `pdf-split`          | [`pdf_split`]          |
+//! | `ocr`                | `ocr`                | [`ocr()`] (models in `/models`) |
 
 pub mod abi;
 pub mod blob;
@@ -41,6 +42,7 @@ mod glob;
 mod image_format_convert;
 mod image_io;
 mod image_resize;
+mod ocr;
 mod pdf;
 mod pdf_extract_text;
 mod pdf_split;
@@ -55,7 +57,7 @@ pub use crate::{
     file_edit::run as file_edit, filesystem_list::run as filesystem_list,
     filesystem_read::run as filesystem_read, filesystem_search::run as filesystem_search,
     filesystem_write::run as filesystem_write, image_format_convert::run as image_format_convert,
-    image_resize::run as image_resize, pdf_extract_text::run as pdf_extract_text,
+    image_resize::run as image_resize, ocr::run as ocr, pdf_extract_text::run as pdf_extract_text,
     pdf_split::run as pdf_split, text_chunk::run as text_chunk,
 };
 

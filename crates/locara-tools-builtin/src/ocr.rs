@@ -1,0 +1,336 @@
+//! `ocr`: reads the text in a PNG or JPEG image with the PP-OCRv4 models, run by rten.
+//!
+//! The pipeline is PaddleOCR's: the detection model (DB) marks text pixels, connected
+//! regions become (possibly rotated) boxes ([`detect`]), each box is cut out, scaled to the
+//! recognition model's height of 48 and read with greedy CTC decoding ([`recognize`]). Boxes
+//! are put in reading order: lines top to bottom, boxes within a line left to right.
+//!
+//! The models are not embedded: the host maps them into the guest, read-only, as
+//! `<models>/det.onnx` and `<models>/rec.onnx` (`/models` in the guest). The recognition
+//! model carries its character dictionary in its ONNX metadata (`character`).
+
+mod detect;
+mod recognize;
+
+use std::io::Cursor;
+use std::path::Path;
+
+use image::RgbImage;
+use rten::Model;
+use rten_tensor::prelude::*;
+use rten_tensor::{NdTensor, NdTensorView};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::abi::{self, ToolError};
+use crate::blob::Blob;
+
+pub(crate) use detect::{DetParams, Quad};
+pub(crate) use recognize::Charset;
+
+#[cfg(test)]
+mod tests;
+
+/// The detection model's file name in the models directory.
+pub(crate) const DET_MODEL: &str = "det.onnx";
+/// The recognition model's file name in the models directory.
+pub(crate) const REC_MODEL: &str = "rec.onnx";
+
+/// The largest input file accepted.
+const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest image side accepted.
+const MAX_IMAGE_SIDE: u32 = 20_000;
+/// The most memory image decoding may allocate.
+const MAX_DECODE_BYTES: u64 = 512 * 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    source: Blob,
+    #[serde(default)]
+    language: Language,
+    #[serde(default = "default_max_side")]
+    max_side: u32,
+    #[serde(default = "default_min_confidence")]
+    min_confidence: f32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Language {
+    /// Latin and Chinese (everything the model knows).
+    #[default]
+    Auto,
+    /// Latin script only: the decoder never emits CJK characters or full-width punctuation.
+    En,
+}
+
+fn default_max_side() -> u32 {
+    960
+}
+
+fn default_min_confidence() -> f32 {
+    0.5
+}
+
+/// The accepted range of `max_side`.
+const MAX_SIDE_RANGE: std::ops::RangeInclusive<u32> = 320..=2560;
+
+#[derive(Debug, Serialize)]
+struct Output {
+    text: String,
+    blocks: Vec<Block>,
+    confidence: f64,
+    width: u32,
+    height: u32,
+}
+
+#[derive(Debug, Serialize)]
+struct Block {
+    text: String,
+    #[serde(rename = "box")]
+    bounds: BoxXywh,
+    confidence: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+struct BoxXywh {
+    x: u32,
+    y: u32,
+    width: u32,
+    height: u32,
+}
+
+/// Runs `ocr`; `root` is the workspace, `models` the directory holding the model files.
+///
+/// # Errors
+/// Bad arguments (a missing or undecodable image, out-of-range options), missing or broken
+/// model files, or a model that fails to run.
+pub fn run(input: Value, root: &Path, models: &Path) -> Result<Value, ToolError> {
+    let args: Args = abi::parse_args(input)?;
+    if !MAX_SIDE_RANGE.contains(&args.max_side) || !args.max_side.is_multiple_of(detect::DET_ALIGN)
+    {
+        return Err(ToolError::bad_args(format!(
+            "max_side must be a multiple of 32 between {} and {}, got {}; the default 960 suits most pages, use more (e.g. 1600) for small print on a large scan",
+            MAX_SIDE_RANGE.start(),
+            MAX_SIDE_RANGE.end(),
+            args.max_side
+        )));
+    }
+    if !(0.0..=1.0).contains(&args.min_confidence) {
+        return Err(ToolError::bad_args(format!(
+            "min_confidence must be between 0 and 1, got {}",
+            args.min_confidence
+        )));
+    }
+    let bytes = args.source.read(root, MAX_INPUT_BYTES)?;
+    let img = decode_image(&bytes, &args.source)?;
+    let engine = Engine::load(models)?;
+    abi::to_output(&engine.read(&img, &args)?)
+}
+
+fn decode_image(bytes: &[u8], source: &Blob) -> Result<RgbImage, ToolError> {
+    if bytes.starts_with(b"%PDF") {
+        return Err(ToolError::bad_args(format!(
+            "source {} is a PDF; this tool reads PNG and JPEG images only: extract the PDF's text with a PDF tool, or render its pages to PNG first",
+            source.describe()
+        )));
+    }
+    let mut reader = image::ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| ToolError::failed(format!("cannot read {}: {e}", source.describe())))?;
+    if reader.format().is_none() {
+        return Err(ToolError::bad_args(format!(
+            "source {} is not a PNG or JPEG image",
+            source.describe()
+        )));
+    }
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_IMAGE_SIDE);
+    limits.max_image_height = Some(MAX_IMAGE_SIDE);
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    reader.limits(limits);
+    let img = reader.decode().map_err(|e| {
+        ToolError::bad_args(format!(
+            "cannot decode {} as a PNG or JPEG image: {e}; images up to {MAX_IMAGE_SIDE} pixels per side are accepted",
+            source.describe()
+        ))
+    })?;
+    if img.width() == 0 || img.height() == 0 {
+        return Err(ToolError::bad_args(format!(
+            "source {} is an empty image",
+            source.describe()
+        )));
+    }
+    Ok(img.to_rgb8())
+}
+
+/// The loaded models and the recognition dictionary.
+struct Engine {
+    det: Model,
+    rec: Model,
+    charset: Charset,
+}
+
+impl Engine {
+    fn load(models: &Path) -> Result<Engine, ToolError> {
+        let det = load_model(models, DET_MODEL)?;
+        let rec = load_model(models, REC_MODEL)?;
+        let dict = rec.metadata().get("character").ok_or_else(|| {
+            ToolError::failed(format!(
+                "the recognition model {} has no `character` dictionary in its metadata; it is not the expected PP-OCR model: run `locara models fetch ocr`",
+                models.join(REC_MODEL).display()
+            ))
+        })?;
+        let charset = Charset::from_dictionary(dict);
+        Ok(Engine { det, rec, charset })
+    }
+
+    fn read(&self, img: &RgbImage, args: &Args) -> Result<Output, ToolError> {
+        let (width, height) = img.dimensions();
+        let quads = self.detect(img, args.max_side)?;
+        let allowed = (args.language == Language::En).then(|| self.charset.latin_mask());
+
+        let mut found: Vec<(Quad, String, f32)> = Vec::new();
+        for quad in quads {
+            let crop = recognize::crop_quad(img, quad.pts);
+            let (text, confidence) = self.recognize(&crop, allowed.as_deref())?;
+            let text = text.trim().to_owned();
+            if text.is_empty() || confidence < args.min_confidence {
+                continue;
+            }
+            found.push((quad, text, confidence));
+        }
+        Ok(assemble(&found, width, height))
+    }
+
+    /// Text regions in source-image pixels.
+    fn detect(&self, img: &RgbImage, max_side: u32) -> Result<Vec<Quad>, ToolError> {
+        let input = detect::prepare(img, max_side);
+        let output = self
+            .det
+            .run_one(input.tensor.view().into(), None)
+            .map_err(|e| model_error(DET_MODEL, &e))?;
+        let prob: NdTensor<f32, 4> = output.try_into().map_err(|e| {
+            ToolError::failed(format!(
+                "the detection model returned an unexpected output ({e}); run `locara models fetch ocr`"
+            ))
+        })?;
+        let map: NdTensorView<'_, f32, 2> = prob.slice((0, 0));
+        let (w, h) = (img.width() as f32, img.height() as f32);
+        Ok(detect::boxes_from_prob_map(map, &DetParams::default())
+            .into_iter()
+            .map(|q| {
+                q.map(|p| {
+                    let [x, y] = input.to_source(p);
+                    [x.clamp(0.0, w), y.clamp(0.0, h)]
+                })
+            })
+            .filter(|q| {
+                let (l, t, r, b) = q.bounds();
+                r - l >= 2.0 && b - t >= 2.0
+            })
+            .collect())
+    }
+
+    fn recognize(
+        &self,
+        crop: &RgbImage,
+        allowed: Option<&[bool]>,
+    ) -> Result<(String, f32), ToolError> {
+        let input = recognize::prepare(crop);
+        let output = self
+            .rec
+            .run_one(input.view().into(), None)
+            .map_err(|e| model_error(REC_MODEL, &e))?;
+        let probs: NdTensor<f32, 3> = output.try_into().map_err(|e| {
+            ToolError::failed(format!(
+                "the recognition model returned an unexpected output ({e}); run `locara models fetch ocr`"
+            ))
+        })?;
+        let [_, steps, classes] = probs.shape();
+        if classes != self.charset.classes() {
+            return Err(ToolError::failed(format!(
+                "the recognition model has {classes} classes but its dictionary implies {}; the model file is not the expected PP-OCR model: run `locara models fetch ocr`",
+                self.charset.classes()
+            )));
+        }
+        let data = probs.to_vec();
+        let (kept, conf) = recognize::ctc_greedy_decode(&data[..steps * classes], classes, allowed);
+        let text: String = kept
+            .into_iter()
+            .filter_map(|c| self.charset.text(c))
+            .collect();
+        Ok((text, conf))
+    }
+}
+
+/// Puts the recognized boxes in reading order and builds the result.
+fn assemble(found: &[(Quad, String, f32)], width: u32, height: u32) -> Output {
+    let bounds: Vec<_> = found.iter().map(|(q, _, _)| q.bounds()).collect();
+    let lines = detect::reading_order(&bounds);
+    let mut blocks = Vec::with_capacity(found.len());
+    let mut text_lines = Vec::with_capacity(lines.len());
+    for line in &lines {
+        let mut parts = Vec::with_capacity(line.len());
+        for &i in line {
+            let (_, text, confidence) = &found[i];
+            parts.push(text.as_str());
+            blocks.push(Block {
+                text: text.clone(),
+                bounds: to_xywh(bounds[i], width, height),
+                confidence: round4(*confidence),
+            });
+        }
+        text_lines.push(parts.join(" "));
+    }
+    let confidence = if found.is_empty() {
+        0.0
+    } else {
+        round4(found.iter().map(|(_, _, c)| *c).sum::<f32>() / found.len() as f32)
+    };
+    Output {
+        text: text_lines.join("\n"),
+        blocks,
+        confidence,
+        width,
+        height,
+    }
+}
+
+fn to_xywh((l, t, r, b): (f32, f32, f32, f32), width: u32, height: u32) -> BoxXywh {
+    let x = (l.floor().max(0.0) as u32).min(width.saturating_sub(1));
+    let y = (t.floor().max(0.0) as u32).min(height.saturating_sub(1));
+    let right = (r.ceil().max(0.0) as u32).clamp(x + 1, width.max(x + 1));
+    let bottom = (b.ceil().max(0.0) as u32).clamp(y + 1, height.max(y + 1));
+    BoxXywh {
+        x,
+        y,
+        width: right - x,
+        height: bottom - y,
+    }
+}
+
+fn round4(v: f32) -> f64 {
+    (f64::from(v) * 10_000.0).round() / 10_000.0
+}
+
+fn load_model(models: &Path, name: &str) -> Result<Model, ToolError> {
+    let path = models.join(name);
+    if !path.is_file() {
+        return Err(ToolError::failed(format!(
+            "the OCR model file {} is missing; run `locara models fetch ocr` to download the models",
+            path.display()
+        )));
+    }
+    Model::load_file(&path).map_err(|e| {
+        ToolError::failed(format!(
+            "cannot load the OCR model {}: {e}; the file may be damaged: run `locara models fetch ocr` again",
+            path.display()
+        ))
+    })
+}
+
+fn model_error(name: &str, err: &rten::RunError) -> ToolError {
+    ToolError::failed(format!("the OCR model {name} failed to run: {err}"))
+}
