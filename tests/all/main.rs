@@ -22,3 +22,5 @@ mod media_image;
 mod media_audio;
 // pdf.extract-text and pdf.split against poppler and qpdf.
 mod media_pdf;
+// ocr on poppler-rendered text against poppler's text layer.
+mod media_ocr;
