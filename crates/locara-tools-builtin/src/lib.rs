@@ -20,8 +20,10 @@
 //! | `bash.read-only`     | `bash-read-only`     | [`bash_read_only`]     |
 //! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
 //! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
+//! | `audio.transcribe`   | `audio-transcribe`   | [`audio_transcribe::run`] |
 
 pub mod abi;
+pub mod audio_transcribe;
 pub mod blob;
 pub mod code_exec_lua;
 
