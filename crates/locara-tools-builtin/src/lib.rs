@@ -26,8 +26,10 @@
 //! | `pdf.extract-text`   | `pdf-extract-text`   | [`pdf_extract_text`]   |
 //! | `pdf.split`          | `pdf-split`          | [`pdf_split`]          |
 //! | `ocr`                | `ocr`                | [`ocr()`] (models in `/models`) |
+//! | `audio.transcribe`   | `audio-transcribe`   | [`audio_transcribe::run`] |
 
 pub mod abi;
+pub mod audio_transcribe;
 pub mod blob;
 pub mod code_exec_lua;
 
