@@ -24,3 +24,5 @@ mod media_audio;
 mod media_pdf;
 // ocr on poppler-rendered text against poppler's text layer.
 mod media_ocr;
+// audio.transcribe on espeak-ng speech (Wasmtime).
+mod media_transcribe;
