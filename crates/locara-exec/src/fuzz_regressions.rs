@@ -94,6 +94,8 @@ fn schema_arguments_regressions() {
     expect![[r#"
         deep-arguments.json: not JSON: recursion limit exceeded at line 1 column 136
         escaped-keys.json: 
+          audio.detect-silence@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          audio.transcribe@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           bash.read-only@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           code-exec.js@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           code-exec.lua@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
@@ -103,8 +105,15 @@ fn schema_arguments_regressions() {
           filesystem.read@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           filesystem.search@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           filesystem.write@0.1.0: at /: "path" is a required property (required at /required) (+2 more)
+          image.format-convert@0.1.0: at /: "source" is a required property (required at /required) (+2 more)
+          image.resize@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          ocr@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          pdf.extract-text@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          pdf.split@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           text.chunk@0.1.0: at /text: 1 is not of type "string" (type at /properties/text/type) (+1 more)
         huge-integer.json: 
+          audio.detect-silence@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          audio.transcribe@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           bash.read-only@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           code-exec.js@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           code-exec.lua@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
@@ -114,9 +123,16 @@ fn schema_arguments_regressions() {
           filesystem.read@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           filesystem.search@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           filesystem.write@0.1.0: at /: "path" is a required property (required at /required) (+2 more)
+          image.format-convert@0.1.0: at /: "source" is a required property (required at /required) (+2 more)
+          image.resize@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          ocr@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          pdf.extract-text@0.1.0: at /max_chars: 1.8446744073709552e+19 is greater than the maximum of 10000000 (maximum at /properties/max_chars/maximum) (+2 more)
+          pdf.split@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           text.chunk@0.1.0: at /max_chars: 1.8446744073709552e+19 is greater than the maximum of 1000000 (maximum at /properties/max_chars/maximum) (+1 more)
         lone-surrogate.json: not JSON: unexpected end of hex escape at line 1 column 17
         nested-127.json: 
+          audio.detect-silence@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          audio.transcribe@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           bash.read-only@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           code-exec.js@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           code-exec.lua@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
@@ -126,6 +142,11 @@ fn schema_arguments_regressions() {
           filesystem.read@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           filesystem.search@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           filesystem.write@0.1.0: at /: "path" is a required property (required at /required) (+2 more)
+          image.format-convert@0.1.0: at /: "source" is a required property (required at /required) (+2 more)
+          image.resize@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          ocr@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          pdf.extract-text@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
+          pdf.split@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           text.chunk@0.1.0: at /text: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]] is not of type "string" (type at /properties/text/type)
         nested-128.json: not JSON: recursion limit exceeded at line 1 column 136
         out-of-range-float.json: not JSON: number out of range at line 1 column 32
