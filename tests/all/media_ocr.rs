@@ -127,7 +127,7 @@ async fn reads_the_title_block(engine: BackendKind) {
         let (out, _) = output(locara, "ocr", json!({"source": blob(&png)})).await;
         let text = out["text"].as_str().unwrap();
         let rate = cer(&expected, text);
-        println!(
+        eprintln!(
             "ocr of the title block on {}: {text:?} vs {expected:?}: CER {rate:.4}, {:.1} s",
             locara.engine().name(),
             started.elapsed().as_secs_f64()

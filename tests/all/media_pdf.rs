@@ -32,7 +32,7 @@ async fn compare_with_pdftotext(locara: &Locara, pdf: &Path, pages: &str, first:
     let theirs = words(&pdftotext(pdf, first, last));
     let recall = word_recall(&theirs, &ours);
     let precision = word_recall(&ours, &theirs);
-    println!(
+    eprintln!(
         "{} pages {pages} on {}: {} words, pdftotext {}; recall {recall:.4}, precision {precision:.4}",
         pdf.display(),
         locara.engine().name(),

@@ -34,7 +34,7 @@ async fn transcribes_synthesised_speech_on_wasmtime() {
     let expected = words(sentence);
     // Word error rate over words (each word one symbol).
     let wer = word_edit_distance(&expected, &heard) as f64 / expected.len() as f64;
-    println!("audio.transcribe heard {:?}: WER {wer:.3}", out["text"]);
+    eprintln!("audio.transcribe heard {:?}: WER {wer:.3}", out["text"]);
     assert!(wer <= 0.25, "WER {wer}: {heard:?}");
     assert_eq!(out["next_start_ms"], serde_json::Value::Null, "{out}");
     let segments = out["segments"].as_array().unwrap();

@@ -175,7 +175,7 @@ fn minute_of_tones() -> Vec<u8> {
     const RATE: u32 = 44_100;
     let samples: Vec<i16> = (0..RATE * 60)
         .map(|i| {
-            if (i / RATE) % 2 == 0 {
+            if (i / RATE).is_multiple_of(2) {
                 let t = f64::from(i) / f64::from(RATE);
                 (0.5 * (2.0 * std::f64::consts::PI * 440.0 * t).sin() * 32767.0) as i16
             } else {

@@ -12,7 +12,7 @@ use anyhow::{Context as _, format_err};
 use locara_manifest::{ToolManifest, ToolRef};
 use locara_upstream::{fetch::BlobCache, models};
 
-use crate::context::Context;
+use crate::{context::Context, output};
 
 /// The signed manifests of the registry tools `names` selects (all when empty).
 fn manifests(ctx: &Context, names: &[String]) -> anyhow::Result<Vec<std::sync::Arc<ToolManifest>>> {
@@ -65,7 +65,11 @@ pub(crate) fn fetch(ctx: &Context, names: &[String]) -> anyhow::Result<ExitCode>
             } else {
                 "installed"
             };
-            println!("{} {}: {state}", manifest.tool_ref(), model.name);
+            output::stdout(&format!(
+                "{} {}: {state}\n",
+                manifest.tool_ref(),
+                model.name
+            ))?;
         }
         fetched += names.len();
     }
@@ -87,14 +91,14 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<ExitCode> {
             } else {
                 "missing"
             };
-            println!(
-                "{} {} {} bytes sha256 {} ({}): {state}",
+            output::stdout(&format!(
+                "{} {} {} bytes sha256 {} ({}): {state}\n",
                 manifest.tool_ref(),
                 model.name,
                 model.size_bytes,
                 model.sha256,
                 model.license
-            );
+            ))?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -58,8 +58,11 @@ impl Resolver for Registry {
 pub struct Resolve<S> {
     inner: S,
     resolver: Arc<dyn Resolver>,
-    verified: Arc<Mutex<HashMap<String, (VerifiedArtifact, Option<PathBuf>)>>>,
+    verified: Arc<Mutex<HashMap<String, Verified>>>,
 }
+
+/// A verified tool and the directory of its verified models.
+type Verified = (VerifiedArtifact, Option<PathBuf>);
 
 impl<S> Resolve<S> {
     /// Wraps `inner`, resolving with `resolver`.
