@@ -175,3 +175,15 @@ pub(crate) fn existing_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     }
     Ok(canonical)
 }
+
+/// Parses tool references given on the command line (`id` or `id@version`).
+pub(crate) fn tool_refs(names: &[String]) -> anyhow::Result<Vec<locara_manifest::ToolRef>> {
+    names
+        .iter()
+        .map(|name| {
+            name.trim()
+                .parse::<locara_manifest::ToolRef>()
+                .with_context(|| format!("invalid tool reference `{name}`"))
+        })
+        .collect()
+}

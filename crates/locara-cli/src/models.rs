@@ -9,22 +9,18 @@
 use std::process::ExitCode;
 
 use anyhow::{Context as _, format_err};
-use locara_manifest::{ToolManifest, ToolRef};
+use locara_manifest::ToolManifest;
 use locara_upstream::{fetch::BlobCache, models};
 
-use crate::{context::Context, output};
+use crate::{
+    context::{self, Context},
+    output,
+};
 
 /// The signed manifests of the registry tools `names` selects (all when empty).
 fn manifests(ctx: &Context, names: &[String]) -> anyhow::Result<Vec<std::sync::Arc<ToolManifest>>> {
     ctx.require_registry()?;
-    let filters = names
-        .iter()
-        .map(|name| {
-            name.trim()
-                .parse::<ToolRef>()
-                .with_context(|| format!("invalid tool reference `{name}`"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let filters = context::tool_refs(names)?;
     let scratch = tempfile::tempdir().context("cannot create a scratch cache")?;
     let listing = ctx.registry(scratch.path())?.list()?;
     let selected: Vec<_> = listing

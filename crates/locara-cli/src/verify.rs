@@ -8,11 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use locara_manifest::{Lockfile, ToolManifest, ToolRef};
+use locara_manifest::{Lockfile, ToolManifest};
 use locara_registry::{Error, Registry, RegistryConfig, VerifiedArtifact};
 use serde_json::json;
 
-use crate::{cli::VerifyArgs, context::Context, output};
+use crate::{
+    cli::VerifyArgs,
+    context::{self, Context},
+    output,
+};
 
 /// One line of the report.
 #[derive(Debug)]
@@ -73,14 +77,7 @@ pub(crate) fn verify(ctx: &Context, args: &VerifyArgs) -> anyhow::Result<ExitCod
 /// Verifies the registry's tools, or the named ones.
 fn verify_registry(ctx: &Context, scratch: &Path, names: &[String]) -> anyhow::Result<Vec<Row>> {
     ctx.require_registry()?;
-    let filters = names
-        .iter()
-        .map(|name| {
-            name.trim()
-                .parse::<ToolRef>()
-                .with_context(|| format!("invalid tool reference `{name}`"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let filters = context::tool_refs(names)?;
     let wanted = |id: &str, version: &str| {
         filters.is_empty()
             || filters.iter().any(|f| {

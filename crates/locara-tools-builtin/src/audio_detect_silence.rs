@@ -17,9 +17,8 @@
 //! source audio; without such a header (sox writes none) the encoder and decoder delay remain:
 //! 576 + 529 = 1105 samples, i.e. times about 25 ms late at 44.1 kHz, 50 ms at 22.05 kHz.
 
-use std::fs::File;
 use std::io::{Cursor, Read, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -187,27 +186,13 @@ impl Settings {
 
 /// Opens the source for streaming: a file is read as it is decoded, base64 is decoded once.
 fn open_source(blob: &Blob, root: &Path) -> Result<(Box<dyn MediaSource>, String), ToolError> {
-    match (&blob.path, &blob.base64) {
-        (Some(path), None) => {
-            let (full, display) = if path.starts_with("/tmp/") {
-                (PathBuf::from(path), path.clone())
-            } else {
-                let resolved = abi::resolve_path(root, path)?;
-                (resolved.full, resolved.display)
-            };
-            let file = File::open(&full).map_err(|e| abi::io_error(&e, "open", &display))?;
-            if file.metadata().is_ok_and(|m| m.is_dir()) {
-                return Err(ToolError::bad_args(format!(
-                    "source \"{display}\" is a directory; pass an audio file"
-                )));
-            }
-            Ok((Box::new(file), format!("source \"{display}\"")))
-        }
-        _ => {
-            let bytes = blob.read(root, MAX_BASE64_BYTES)?;
-            Ok((Box::new(Cursor::new(bytes)), "source".to_owned()))
-        }
+    if blob.base64.is_none()
+        && let Some((file, display)) = blob.open(root)?
+    {
+        return Ok((Box::new(file), format!("source \"{display}\"")));
     }
+    let bytes = blob.read(root, MAX_BASE64_BYTES)?;
+    Ok((Box::new(Cursor::new(bytes)), "source".to_owned()))
 }
 
 /// What the first bytes of a file say it is.

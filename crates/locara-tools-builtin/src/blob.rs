@@ -62,6 +62,33 @@ impl Blob {
         }
     }
 
+    /// Opens a blob given by path, for reading as a stream; `None` for one given by value.
+    /// Returns the file and the path as the caller knows it.
+    ///
+    /// `root` is the workspace root ([`abi::tool_root`] in the guest). A path under `/tmp/` is
+    /// opened as is: that is where the host stages decoded blobs.
+    ///
+    /// # Errors
+    /// A bad-arguments error when the path does not exist or is a directory.
+    pub fn open(&self, root: &Path) -> Result<Option<(fs::File, String)>, ToolError> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        let (full, display) = if path.starts_with("/tmp/") {
+            (PathBuf::from(path), path.clone())
+        } else {
+            let resolved = abi::resolve_path(root, path)?;
+            (resolved.full, resolved.display)
+        };
+        let file = fs::File::open(&full).map_err(|e| abi::io_error(&e, "open", &display))?;
+        if file.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(ToolError::bad_args(format!(
+                "\"{display}\" is a directory; pass a file"
+            )));
+        }
+        Ok(Some((file, display)))
+    }
+
     /// Reads the whole blob, refusing more than `max_bytes`.
     ///
     /// `root` is the workspace root ([`abi::tool_root`] in the guest). A path under `/tmp/` is
@@ -72,15 +99,8 @@ impl Blob {
     /// the base64 is invalid or the file is larger than `max_bytes`.
     pub fn read(&self, root: &Path, max_bytes: u64) -> Result<Vec<u8>, ToolError> {
         match (&self.path, &self.base64) {
-            (Some(path), None) => {
-                let (full, display) = if path.starts_with("/tmp/") {
-                    (PathBuf::from(path), path.clone())
-                } else {
-                    let resolved = abi::resolve_path(root, path)?;
-                    (resolved.full, resolved.display)
-                };
-                let file =
-                    fs::File::open(&full).map_err(|e| abi::io_error(&e, "open", &display))?;
+            (Some(_), None) => {
+                let (file, display) = self.open(root)?.expect("a path blob opens a file");
                 let mut bytes = Vec::new();
                 file.take(max_bytes.saturating_add(1))
                     .read_to_end(&mut bytes)
