@@ -79,6 +79,8 @@ where
                         .to_owned(),
                     violations,
                 });
+                // A failed call returns no files (docs/tool-abi.md).
+                result.files.clear();
             }
             Ok(result)
         })
