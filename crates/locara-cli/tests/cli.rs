@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 /// The built-in tools a `TestHome` publishes (interpreter tools are published on demand).
 const BUILTIN: &[&str] = &[
     "audio.detect-silence",
+    "audio.transcribe",
     "bash.read-only",
     "code-exec.lua",
     "file.edit",
@@ -23,6 +24,7 @@ const BUILTIN: &[&str] = &[
     "filesystem.write",
     "image.format-convert",
     "image.resize",
+    "ocr",
     "pdf.extract-text",
     "pdf.split",
     "text.chunk",
@@ -202,18 +204,15 @@ fn list_shows_every_builtin_tool() {
 #[test]
 fn search_ranks_text_chunk_first() {
     let cli = Cli::new();
-    // "split text" alone is ambiguous now that pdf.split exists; say what is split into what.
-    let run = cli.expect(0, &["search", "split", "text", "into", "chunks"]);
+    // "split text" alone is ambiguous now that pdf.split exists: ask for chunks of text.
+    let run = cli.expect(0, &["search", "chunk", "text"]);
     let first = run.stdout.lines().next().expect("a result");
     let (score, rest) = first.trim_start().split_once("  ").unwrap();
     assert!(score.parse::<f64>().unwrap() > 0.0, "{first}");
     assert!(rest.starts_with("text.chunk@0.1.0"), "{first}");
 
     let hits = cli
-        .expect(
-            0,
-            &["--json", "search", "split text into chunks", "--limit", "2"],
-        )
+        .expect(0, &["--json", "search", "chunk text", "--limit", "2"])
         .json();
     let hits = hits.as_array().unwrap();
     assert!(hits.len() <= 2);
