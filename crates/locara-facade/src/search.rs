@@ -4,6 +4,7 @@
 //! weighted by the field (id 3, name 2, description 1) and by how rare the word is across
 //! the catalog (inverse document frequency), so "pdf split" ranks `pdf.split` above every
 //! tool that merely mentions PDFs. A word that only prefixes a field's word scores half.
+//! Plurals are folded on both sides ("split text into chunks" finds `text.chunk`).
 
 /// The text of one tool, as search sees it.
 #[derive(Debug, Clone)]
@@ -13,10 +14,18 @@ pub(crate) struct Document {
     pub(crate) description: String,
 }
 
+/// The lower-case words of `text`, English plurals folded (`chunks` is `chunk`), so that a
+/// query's "chunks" finds the tool whose id says "chunk".
 fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+        .map(|w| {
+            let w = w.to_lowercase();
+            match w.strip_suffix('s') {
+                Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_owned(),
+                _ => w,
+            }
+        })
         .collect()
 }
 

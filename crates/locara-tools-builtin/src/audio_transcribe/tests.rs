@@ -1,3 +1,5 @@
+//! Tests of `audio.transcribe` that need no model: log-mel, FFT, CTranslate2 parsing, tokens, WAV.
+
 use std::path::Path;
 
 use serde_json::{Value, json};

@@ -1,3 +1,5 @@
+//! Tests of `ocr` that need no model: CTC decoding, box extraction, reading order, errors.
+
 use std::path::PathBuf;
 
 use image::{Rgb, RgbImage};
