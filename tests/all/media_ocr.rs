@@ -97,7 +97,9 @@ fn render(pdf: &Path, page: u32, lines: &[&Line], dpi: f64) -> (Vec<u8>, String)
 fn cer(expected: &str, got: &str) -> f64 {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let expected = squash(expected);
-    edit_distance(&expected, &squash(got)) as f64 / expected.chars().count() as f64
+    let (expected, got): (Vec<char>, Vec<char>) =
+        (expected.chars().collect(), squash(got).chars().collect());
+    edit_distance(&expected, &got) as f64 / expected.len() as f64
 }
 
 #[tokio::test(flavor = "multi_thread")]

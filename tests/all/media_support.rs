@@ -251,10 +251,9 @@ pub(crate) fn word_recall(expected: &[String], actual: &[String]) -> f64 {
     }
 }
 
-/// Levenshtein distance over characters.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
+/// Levenshtein distance between two sequences (of characters for a character error rate, of
+/// words for a word error rate).
+pub(crate) fn edit_distance<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     let mut previous: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
         let mut current = vec![i + 1; b.len() + 1];

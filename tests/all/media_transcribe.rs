@@ -8,7 +8,7 @@
 
 use serde_json::json;
 
-use crate::media_support::{blob, engines, output, program, run, words};
+use crate::media_support::{blob, edit_distance, engines, output, program, run, words};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn transcribes_synthesised_speech_on_wasmtime() {
@@ -33,7 +33,7 @@ async fn transcribes_synthesised_speech_on_wasmtime() {
     let heard = words(out["text"].as_str().unwrap());
     let expected = words(sentence);
     // Word error rate over words (each word one symbol).
-    let wer = word_edit_distance(&expected, &heard) as f64 / expected.len() as f64;
+    let wer = edit_distance(&expected, &heard) as f64 / expected.len() as f64;
     eprintln!("audio.transcribe heard {:?}: WER {wer:.3}", out["text"]);
     assert!(wer <= 0.25, "WER {wer}: {heard:?}");
     assert_eq!(out["next_start_ms"], serde_json::Value::Null, "{out}");
@@ -46,18 +46,4 @@ async fn transcribes_synthesised_speech_on_wasmtime() {
             "{segment}"
         );
     }
-}
-
-/// Levenshtein distance over words.
-fn word_edit_distance(a: &[String], b: &[String]) -> usize {
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, wa) in a.iter().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, wb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(wa != wb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }

@@ -130,6 +130,18 @@ pub(crate) struct Output {
     pub(crate) notes: Vec<String>,
 }
 
+/// Reads the file argument `source` (at most [`MAX_INPUT_BYTES`]) and decodes it.
+///
+/// # Errors
+/// As [`crate::blob::Blob::read`] and [`decode`].
+pub(crate) fn read_and_decode(
+    source: &crate::blob::Blob,
+    root: &std::path::Path,
+) -> Result<Decoded, ToolError> {
+    let bytes = source.read(root, MAX_INPUT_BYTES)?;
+    decode(&bytes, &source.describe())
+}
+
 /// Decodes `bytes` (the file `what`, as the caller knows it) under the limits above.
 ///
 /// # Errors

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::abi::{self, ToolError};
 use crate::blob::{Blob, OutDir};
-use crate::image_io::{self, Format, MAX_INPUT_BYTES, SourceInfo};
+use crate::image_io::{self, Format, SourceInfo};
 
 #[cfg(test)]
 mod tests;
@@ -114,10 +114,7 @@ pub(crate) struct Plan {
 pub fn run(input: Value, root: &Path, out: &OutDir) -> Result<Value, ToolError> {
     let args: Args = abi::parse_args(input)?;
     let quality = image_io::check_quality(args.quality)?;
-    let what = args.source.describe();
-    let bytes = args.source.read(root, MAX_INPUT_BYTES)?;
-    let decoded = image_io::decode(&bytes, &what)?;
-    drop(bytes);
+    let decoded = image_io::read_and_decode(&args.source, root)?;
     let (sw, sh) = (decoded.image.width(), decoded.image.height());
     let plan = plan((sw, sh), args.crop, args.width, args.height, args.mode)?;
     check_work(&decoded.image, &plan)?;
