@@ -126,6 +126,22 @@ pub struct ToolResult {
     pub truncation: Option<Truncation>,
     /// How the call ran.
     pub stats: RunStats,
+    /// For a privileged call: who approved it, and why.
+    pub approval: Option<crate::ApprovalDecision>,
+    /// Which signed tool ran, as the registry verified it.
+    pub provenance: Provenance,
+}
+
+/// Which signed tool a call ran: the digests the registry checked and the key that signed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Provenance {
+    /// SHA-256 of the exact signed `manifest.json` bytes, 64 hex characters.
+    pub manifest_sha256: String,
+    /// SHA-256 of the wasm module, 64 hex characters.
+    pub artifact_sha256: String,
+    /// The id of the publisher key whose signature was checked.
+    pub key_id: String,
 }
 
 impl ToolResult {

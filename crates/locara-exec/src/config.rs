@@ -5,7 +5,7 @@ use std::sync::Arc;
 use locara_manifest::{EffectiveLimits, Grants};
 use locara_sandbox::Sandbox;
 
-use crate::Resolver;
+use crate::{Approver, Resolver};
 
 /// Everything [`pipeline`](crate::pipeline) needs.
 #[derive(Debug, Clone)]
@@ -23,6 +23,8 @@ pub struct ExecConfig {
     /// The most output, in bytes of compact JSON, returned to the caller; longer strings in the
     /// output are cut with a marker. By default 1 MiB.
     pub output_cap_bytes: usize,
+    /// Asked before each privileged call; without one, privileged calls are denied.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 impl ExecConfig {
@@ -34,12 +36,19 @@ impl ExecConfig {
             grants,
             max_limits: EffectiveLimits::MAX,
             output_cap_bytes: 1 << 20,
+            approver: None,
         }
     }
 
     /// Sets [`ExecConfig::output_cap_bytes`].
     pub fn with_output_cap_bytes(mut self, bytes: usize) -> ExecConfig {
         self.output_cap_bytes = bytes;
+        self
+    }
+
+    /// Sets the [`Approver`] asked before each privileged call.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> ExecConfig {
+        self.approver = Some(approver);
         self
     }
 

@@ -80,6 +80,16 @@ pub enum ExecError {
         /// What the schema compiler said.
         message: String,
     },
+    /// A privileged call was not approved.
+    #[error("{tool} is privileged and was not approved by {by}: {reason}")]
+    ApprovalDenied {
+        /// The tool, `id@version`.
+        tool: String,
+        /// Who decided (see [`ApprovalDecision::by`](crate::ApprovalDecision::by)).
+        by: String,
+        /// Why.
+        reason: String,
+    },
     /// The sandbox could not compile or start the module.
     #[error(transparent)]
     Sandbox(#[from] locara_sandbox::Error),
@@ -98,6 +108,7 @@ impl ExecError {
             ExecError::CapabilityDenied { .. } => "capability_denied",
             ExecError::InvalidInput { .. } => "invalid_input",
             ExecError::InvalidSchema { .. } => "invalid_schema",
+            ExecError::ApprovalDenied { .. } => "approval_denied",
             ExecError::Sandbox(_) => "sandbox",
             ExecError::Cancelled(_) => "cancelled",
         }
@@ -123,6 +134,7 @@ impl ExecError {
                 None => "describe the tool to see its input schema".to_owned(),
             },
             ExecError::InvalidSchema { .. } => "the tool's manifest is broken; report it to its publisher".to_owned(),
+            ExecError::ApprovalDenied { .. } => "the call did not run; ask the user to approve it, or do the task with a tool of a lower safety tier".to_owned(),
             ExecError::Sandbox(_) => "the tool's module could not be started; try the other engine or rebuild it".to_owned(),
             ExecError::Cancelled(_) => "call again".to_owned(),
         }

@@ -15,7 +15,9 @@ use locara_sandbox::{
 use serde_json::Value;
 use tower::Service;
 
-use crate::{CallFuture, ExecError, FailureKind, ResolvedCall, RunStats, ToolFailure, ToolResult};
+use crate::{
+    CallFuture, ExecError, FailureKind, Provenance, ResolvedCall, RunStats, ToolFailure, ToolResult,
+};
 
 /// Where the workspace directory appears inside the tool.
 pub(crate) const WORKSPACE_GUEST_PATH: &str = "/workspace";
@@ -111,7 +113,13 @@ impl Execute {
             .kind()
             .map_or("custom", |k| k.name())
             .to_owned();
-        Ok(result_of(manifest, outcome, limits, engine))
+        let mut result = result_of(manifest, outcome, limits, engine);
+        result.provenance = Provenance {
+            manifest_sha256: call.artifact.manifest_digest().to_hex(),
+            artifact_sha256: call.artifact.artifact_digest().to_hex(),
+            key_id: call.artifact.key_id().to_string(),
+        };
+        Ok(result)
     }
 }
 
@@ -363,5 +371,7 @@ fn result_of(
             limits,
             enforced: outcome.enforced,
         },
+        approval: None,
+        provenance: Provenance::default(),
     }
 }

@@ -6,9 +6,10 @@
 //! 2. [`Resolve`]: the registry finds, verifies and loads the tool ([`Resolver`]).
 //! 3. [`CheckCapabilities`]: the composition rule, the tool's capabilities ⊆ the app's grants.
 //! 4. [`ValidateInput`]: the arguments against the manifest's `input_schema`.
-//! 5. [`ValidateOutput`]: (on the way back) the result against `output_schema`.
-//! 6. [`CapOutput`]: (on the way back, before 5) long output is cut, with a marker.
-//! 7. [`Execute`]: the sandbox runs the module under the manifest's limits.
+//! 5. [`RequireApproval`]: a privileged call runs only if the host's [`Approver`] says yes.
+//! 6. [`ValidateOutput`]: (on the way back) the result against `output_schema`.
+//! 7. [`CapOutput`]: (on the way back, before 6) long output is cut, with a marker.
+//! 8. [`Execute`]: the sandbox runs the module under the manifest's limits.
 //!
 //! Every layer shares one error type, [`ExecError`], reserved for calls that could not run.
 //! A tool that ran and failed (a tool error, a trap, an exceeded limit, invalid output) is a
@@ -18,6 +19,7 @@
 //! This crate knows manifests, registries and sandboxes, but not agents: the facade owns search,
 //! chains and the serializable request/response types.
 
+mod approve;
 mod call;
 mod cap_output;
 mod check_capabilities;
@@ -45,9 +47,10 @@ pub mod fuzzing;
 pub use locara_sandbox::OutputFile;
 
 pub use crate::{
+    approve::{ApprovalDecision, ApprovalRequest, Approver, RequireApproval, RequireApprovalLayer},
     call::{
-        CallFuture, FailureKind, Grant, ParsedCall, ResolvedCall, RunStats, ToolCall, ToolFailure,
-        ToolResult, Truncation,
+        CallFuture, FailureKind, Grant, ParsedCall, Provenance, ResolvedCall, RunStats, ToolCall,
+        ToolFailure, ToolResult, Truncation,
     },
     cap_output::{CapOutput, CapOutputLayer},
     check_capabilities::{CheckCapabilities, CheckCapabilitiesLayer},

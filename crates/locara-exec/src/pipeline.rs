@@ -3,8 +3,8 @@
 use tower::{ServiceBuilder, util::BoxCloneSyncService};
 
 use crate::{
-    CapOutputLayer, CheckCapabilitiesLayer, ExecConfig, ExecError, Execute, ResolveLayer, ToolCall,
-    ToolResult, ValidateIdLayer, ValidateInputLayer, ValidateOutputLayer,
+    CapOutputLayer, CheckCapabilitiesLayer, ExecConfig, ExecError, Execute, RequireApprovalLayer,
+    ResolveLayer, ToolCall, ToolResult, ValidateIdLayer, ValidateInputLayer, ValidateOutputLayer,
 };
 
 /// The assembled pipeline: a cloneable `tower::Service<ToolCall>`.
@@ -20,6 +20,7 @@ pub fn pipeline(config: &ExecConfig) -> Pipeline {
         .layer(ResolveLayer::new(config.resolver.clone()))
         .layer(CheckCapabilitiesLayer::new(config.grants.clone()))
         .layer(ValidateInputLayer::new())
+        .layer(RequireApprovalLayer::new(config.approver.clone()))
         .layer(ValidateOutputLayer::new())
         .layer(CapOutputLayer::new(config.output_cap_bytes))
         .service(Execute::new(config.sandbox.clone(), config.max_limits));

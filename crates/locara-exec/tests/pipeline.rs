@@ -2,7 +2,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use locara_exec::{ExecConfig, ExecError, FailureKind, Pipeline, ToolCall, ToolResult, pipeline};
+use locara_exec::{
+    ApprovalDecision, ApprovalRequest, Approver, ExecConfig, ExecError, FailureKind, Pipeline,
+    ToolCall, ToolResult, pipeline,
+};
 use locara_manifest::{FsGrant, Grants, SafetyTier};
 use locara_sandbox::{BackendKind, Sandbox, SandboxConfig};
 use locara_test_artifacts::TestHome;
@@ -11,7 +14,12 @@ use tower::ServiceExt;
 
 fn home() -> &'static TestHome {
     static HOME: OnceLock<TestHome> = OnceLock::new();
-    HOME.get_or_init(TestHome::new)
+    HOME.get_or_init(|| {
+        let home = TestHome::new();
+        home.publish_probe_as("test.privileged", "privileged");
+        home.publish_probe_as("test.read-only", "read_only");
+        home
+    })
 }
 
 fn build(kind: BackendKind, grants: Grants, cap: usize) -> Pipeline {
@@ -509,3 +517,110 @@ both!(dropping_the_call_future_cancels_the_call, |kind| {
         .unwrap();
     assert!(next.output.is_some());
 });
+
+/// Answers every request with `approve`, and remembers what it was asked.
+#[derive(Debug, Default)]
+struct RecordingApprover {
+    approve: bool,
+    asked: std::sync::Mutex<Vec<(String, Value)>>,
+}
+
+#[async_trait::async_trait]
+impl Approver for RecordingApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((request.tool.to_string(), request.arguments.clone()));
+        if self.approve {
+            ApprovalDecision::approve("test", "the test says yes")
+        } else {
+            ApprovalDecision::deny("test", "the test says no")
+        }
+    }
+}
+
+fn approving(approver: Option<Arc<RecordingApprover>>) -> Pipeline {
+    let sandbox = Sandbox::new(&SandboxConfig::new(BackendKind::Wasmtime)).unwrap();
+    let grants = Grants::new().with_max_safety_tier(SafetyTier::Privileged);
+    let mut config = ExecConfig::new(Arc::new(home().registry()), sandbox, grants);
+    if let Some(approver) = approver {
+        config = config.with_approver(approver);
+    }
+    pipeline(&config)
+}
+
+fn echo(id: &str) -> ToolCall {
+    ToolCall::new(id, json!({"op": "echo", "text": "hi"}))
+}
+
+#[tokio::test]
+async fn privileged_call_without_an_approver_is_denied() {
+    let error = approving(None)
+        .oneshot(echo("test.privileged"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "approval_denied");
+    let message = error.to_string();
+    assert!(message.contains("test.privileged@0.1.0"), "{message}");
+    assert!(message.contains("no approver is configured"), "{message}");
+}
+
+#[tokio::test]
+async fn privileged_call_runs_only_when_approved_and_records_the_decision() {
+    let no = Arc::new(RecordingApprover::default());
+    let error = approving(Some(no.clone()))
+        .oneshot(echo("test.privileged"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ExecError::ApprovalDenied { by, reason, .. } if by == "test" && reason == "the test says no"),
+        "{error:?}"
+    );
+    assert_eq!(
+        no.asked.lock().unwrap().as_slice(),
+        [(
+            "test.privileged@0.1.0".to_owned(),
+            json!({"op": "echo", "text": "hi"})
+        )]
+    );
+
+    let yes = Arc::new(RecordingApprover {
+        approve: true,
+        ..RecordingApprover::default()
+    });
+    let result = approving(Some(yes.clone()))
+        .oneshot(echo("test.privileged"))
+        .await
+        .unwrap();
+    assert!(result.failure.is_none(), "{:?}", result.failure);
+    assert_eq!(
+        result.approval,
+        Some(ApprovalDecision::approve("test", "the test says yes"))
+    );
+    assert_eq!(yes.asked.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn approver_is_asked_only_about_valid_privileged_calls() {
+    let approver = Arc::new(RecordingApprover {
+        approve: true,
+        ..RecordingApprover::default()
+    });
+    let pipeline = approving(Some(approver.clone()));
+    // Another tier: never asked, no decision recorded.
+    let result = pipeline
+        .clone()
+        .oneshot(echo("test.read-only"))
+        .await
+        .unwrap();
+    assert!(result.failure.is_none(), "{:?}", result.failure);
+    assert_eq!(result.approval, None);
+    // Invalid arguments are refused before anyone is asked.
+    let error = pipeline
+        .oneshot(ToolCall::new("test.privileged", json!({"op": 7})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "invalid_input");
+    assert!(approver.asked.lock().unwrap().is_empty());
+}

@@ -24,10 +24,12 @@
 //! # }
 //! ```
 
+mod batch;
 mod chain;
 mod error;
 mod files;
 mod locara;
+mod receipt;
 mod search;
 mod types;
 
@@ -40,14 +42,18 @@ mod tests;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use locara_exec::{ApprovalDecision, ApprovalRequest, Approver};
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
+pub use locara_registry::{SignedReceipt, SigningKey};
 pub use locara_sandbox::BackendKind;
 
 pub use crate::{
     error::Error,
     locara::{Locara, LocaraConfig},
+    receipt::{RECEIPT_FORMAT, digest as receipt_digest},
     types::{
-        ChainRequest, ChainResponse, ErrorReport, FileReport, LimitsReport, RunRequest,
-        RunResponse, StatsReport, ToolDescription, ToolSummary, TruncationReport, ViolationReport,
+        ApprovalReport, BatchRequest, BatchResponse, BatchResult, ChainRequest, ChainResponse,
+        ErrorReport, FileReport, LimitsReport, Receipt, ReceiptFile, RunRequest, RunResponse,
+        StatsReport, ToolDescription, ToolSummary, TruncationReport, ViolationReport,
     },
 };

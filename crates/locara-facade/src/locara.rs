@@ -2,15 +2,15 @@
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
-use locara_exec::{ExecConfig, Pipeline, Resolver, ToolCall, ToolResult, depth};
+use locara_exec::{Approver, ExecConfig, Pipeline, Resolver, ToolCall, ToolResult, depth};
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
-use locara_registry::{Registry, RegistryConfig, TrustStore, VerifiedArtifact};
+use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, VerifiedArtifact};
 use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
 use tower::ServiceExt;
 
 use crate::{
-    ChainRequest, ChainResponse, Error, ErrorReport, RunRequest, RunResponse, ToolDescription,
-    ToolSummary, chain, files,
+    ApprovalReport, ChainRequest, ChainResponse, Error, ErrorReport, RunRequest, RunResponse,
+    ToolDescription, ToolSummary, chain, files, receipt,
     search::{self, Document},
     types::{LimitsReport, StatsReport, TruncationReport, ViolationReport},
 };
@@ -44,6 +44,11 @@ pub struct LocaraConfig {
     /// by the module's hash and the engine's configuration and checksummed, so homes may share
     /// one directory (tests do, so that a large interpreter is compiled once).
     pub compiled_cache: Option<PathBuf>,
+    /// Asked before every privileged call. Without one, privileged calls are denied
+    /// (`approval_denied`).
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Signs the receipts of calls that ask for one ([`RunRequest::receipt`]).
+    pub receipt_key: Option<SigningKey>,
 }
 
 impl LocaraConfig {
@@ -58,7 +63,21 @@ impl LocaraConfig {
             output_cap_bytes: 1 << 20,
             temp_root: None,
             compiled_cache: None,
+            approver: None,
+            receipt_key: None,
         }
+    }
+
+    /// Sets the approver asked before every privileged call.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> LocaraConfig {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Sets the key that signs receipts.
+    pub fn with_receipt_key(mut self, key: SigningKey) -> LocaraConfig {
+        self.receipt_key = Some(key);
+        self
     }
 
     /// Selects the engine.
@@ -174,13 +193,14 @@ pub struct Locara {
     pipeline: Pipeline,
     /// What the app granted (with paths resolved): bounds output directories.
     grants: Arc<Grants>,
-    catalog: Vec<Entry>,
+    pub(crate) catalog: Vec<Entry>,
     engine: BackendKind,
+    receipt_key: Option<SigningKey>,
 }
 
 #[derive(Debug, Clone)]
-struct Entry {
-    manifest: Arc<ToolManifest>,
+pub(crate) struct Entry {
+    pub(crate) manifest: Arc<ToolManifest>,
     artifact_sha256: String,
 }
 
@@ -285,13 +305,17 @@ impl Locara {
             custom,
             declared,
         });
-        let exec = ExecConfig::new(resolver, sandbox, grants.clone())
+        let mut exec = ExecConfig::new(resolver, sandbox, grants.clone())
             .with_output_cap_bytes(config.output_cap_bytes);
+        if let Some(approver) = &config.approver {
+            exec = exec.with_approver(Arc::clone(approver));
+        }
         Ok(Locara {
             pipeline: locara_exec::pipeline(&exec),
             grants: Arc::new(grants),
             catalog,
             engine: config.engine,
+            receipt_key: config.receipt_key.clone(),
         })
     }
 
@@ -398,16 +422,34 @@ impl Locara {
     /// invalid arguments, engine failure); a tool that ran and failed is an `Ok` response with
     /// `ok: false`.
     pub async fn run(&self, request: RunRequest) -> Result<RunResponse, Error> {
+        let started = receipt::Clock::start();
         let output_dir = match &request.output_dir {
             Some(dir) => Some(files::granted_output_dir(dir, &self.grants)?),
             None => None,
         };
+        let receipt_key = match (request.receipt, &self.receipt_key) {
+            (false, _) => None,
+            (true, Some(key)) => Some(key),
+            (true, None) => {
+                return Err(Error::new(
+                    "receipt_unavailable",
+                    "a receipt was asked for, but this host has no receipt key",
+                    "call without `receipt`, or configure a receipt key (`locara run --receipt FILE` makes one in the home)",
+                ));
+            }
+        };
+        let input_sha256 = receipt_key.map(|_| receipt::digest(&request.arguments));
         let mut call = ToolCall::new(request.tool, request.arguments);
         call.workspace = request.workspace;
         let mut result = self.pipeline.clone().oneshot(call).await?;
         let produced = std::mem::take(&mut result.files);
+        let provenance = result.provenance.clone();
         let mut response = response(result);
         response.files = files::deliver(produced, output_dir.as_deref())?;
+        if let (Some(key), Some(input_sha256)) = (receipt_key, input_sha256) {
+            let body = receipt::build(&response, &provenance, input_sha256, &started);
+            response.receipt = Some(receipt::sign(&body, key)?);
+        }
         Ok(response)
     }
 
@@ -469,6 +511,7 @@ impl Locara {
                 arguments,
                 workspace: step.workspace,
                 output_dir: None,
+                receipt: step.receipt,
             };
             match self.run(request).await {
                 Ok(response) => {
@@ -503,7 +546,7 @@ impl Locara {
     }
 }
 
-fn tier_name(tier: SafetyTier) -> String {
+pub(crate) fn tier_name(tier: SafetyTier) -> String {
     serde_json::to_value(tier)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
@@ -561,6 +604,12 @@ fn response(result: ToolResult) -> RunResponse {
             original_bytes: t.original_bytes,
             returned_bytes: t.returned_bytes,
         }),
+        approval: result.approval.map(|a| ApprovalReport {
+            approved: a.approved,
+            by: a.by,
+            reason: a.reason,
+        }),
+        receipt: None,
         stats: StatsReport {
             engine: stats.engine.clone(),
             elapsed_ms: stats.elapsed.as_secs_f64() * 1000.0,

@@ -22,6 +22,10 @@ pub struct RunRequest {
     /// granted read-write. Without one, the files come back in the response as base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_dir: Option<PathBuf>,
+    /// Ask for a signed receipt of the call in [`RunResponse::receipt`]; the host must have a
+    /// receipt key ([`LocaraConfig::with_receipt_key`](crate::LocaraConfig::with_receipt_key)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub receipt: bool,
 }
 
 fn empty_object() -> Value {
@@ -36,7 +40,14 @@ impl RunRequest {
             arguments,
             workspace: None,
             output_dir: None,
+            receipt: false,
         }
+    }
+
+    /// Asks for a signed receipt of the call.
+    pub fn with_receipt(mut self) -> RunRequest {
+        self.receipt = true;
+        self
     }
 
     /// Writes the files the tool produces into `dir` instead of returning their bytes.
@@ -78,6 +89,123 @@ pub struct RunResponse {
     pub truncated: Option<TruncationReport>,
     /// How the call ran.
     pub stats: StatsReport,
+    /// For a privileged call: who approved it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub approval: Option<ApprovalReport>,
+    /// The signed receipt, when the request asked for one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub receipt: Option<locara_registry::SignedReceipt>,
+}
+
+/// An approver's decision on a privileged call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ApprovalReport {
+    /// Whether the call was allowed to run.
+    pub approved: bool,
+    /// Who decided: `terminal`, `--yes`, `policy FILE`, or the host's own name.
+    pub by: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a signed receipt attests to: which signed tool ran on which input, what came out,
+/// under which limits, who approved it, and when. The hashes are SHA-256 of the canonical
+/// JSON (compact, keys sorted) of the arguments and of the output as returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Receipt {
+    /// `locara.receipt/1`.
+    pub format: String,
+    /// The tool, `id@version`.
+    pub tool: String,
+    /// SHA-256 of the tool's signed `manifest.json` bytes.
+    pub manifest_sha256: String,
+    /// SHA-256 of its wasm module.
+    pub artifact_sha256: String,
+    /// The publisher key whose signature the registry checked.
+    pub publisher_key_id: String,
+    /// SHA-256 of the canonical JSON of the arguments, as the caller gave them.
+    pub input_sha256: String,
+    /// SHA-256 of the canonical JSON of the output returned, when there was one.
+    pub output_sha256: Option<String>,
+    /// The files the tool produced.
+    pub files: Vec<ReceiptFile>,
+    /// Whether the tool succeeded.
+    pub ok: bool,
+    /// The error code when it did not (`tool_error`, `limit_exceeded`, …).
+    pub error_code: Option<String>,
+    /// The limits the call ran under.
+    pub limits: LimitsReport,
+    /// The approval of a privileged call.
+    pub approval: Option<ApprovalReport>,
+    /// The engine.
+    pub engine: String,
+    /// When the host received the call, in milliseconds since the Unix epoch.
+    pub started_at_unix_ms: u64,
+    /// How long the whole call took in the host, in milliseconds.
+    pub duration_ms: f64,
+    /// How long the tool ran in the sandbox, in milliseconds.
+    pub sandbox_ms: f64,
+    /// Fuel consumed.
+    pub fuel_consumed: u64,
+}
+
+/// A file in a [`Receipt`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ReceiptFile {
+    /// Its name.
+    pub name: String,
+    /// Its size in bytes.
+    pub size_bytes: u64,
+    /// Its SHA-256.
+    pub sha256: String,
+}
+
+/// Calls to run as one batch: the read-only ones concurrently, the others one at a time, in
+/// order (see [`Locara::run_batch`](crate::Locara::run_batch)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct BatchRequest {
+    /// The calls.
+    pub calls: Vec<RunRequest>,
+}
+
+impl BatchRequest {
+    /// A batch of `calls`.
+    pub fn new(calls: Vec<RunRequest>) -> BatchRequest {
+        BatchRequest { calls }
+    }
+}
+
+/// What a batch produced: one result per call, in the order of the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BatchResponse {
+    /// Whether every call ran and succeeded.
+    pub ok: bool,
+    /// One per call, in order.
+    pub results: Vec<BatchResult>,
+}
+
+/// One call of a batch: its response, or why it could not run (e.g. `approval_denied`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BatchResult {
+    /// The tool as requested.
+    pub tool: String,
+    /// `read_only` calls ran concurrently with their read-only neighbours; the others alone.
+    pub safety_tier: Option<String>,
+    /// The response, when the call ran.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub response: Option<RunResponse>,
+    /// Why the call could not run.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<ErrorReport>,
 }
 
 /// A file a tool produced: written to the request's output directory, or returned inline.

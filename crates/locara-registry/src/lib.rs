@@ -48,6 +48,7 @@ mod error;
 mod fs;
 mod keys;
 mod models;
+mod receipt;
 mod registry;
 mod signature;
 mod trust;
@@ -63,6 +64,7 @@ pub use crate::{
     error::Error,
     keys::{KeyId, PublicKey, SigningKey, generate_keypair},
     models::ModelStore,
+    receipt::{SignedReceipt, canonical_json},
     registry::{
         PublishedTool, Registry, RegistryConfig, RegistryListing, RejectedEntry, ToolListing,
         prepare_manifest,

@@ -91,6 +91,25 @@ impl TestHome {
 }
 
 impl TestHome {
+    /// Publishes the probe again as tool `id` with safety tier `tier` (`read_only`,
+    /// `side_effecting`, `privileged`) no workspace and an output schema that accepts any object, so that
+    /// tests of tiers, batches and approval have tools of every tier that can `sleep` or
+    /// `echo`. Panics on failure (this is test setup).
+    pub fn publish_probe_as(&self, id: &str, tier: &str) {
+        let template = std::fs::read_to_string(PROBE_MANIFEST).expect("probe manifest");
+        let mut manifest: serde_json::Value =
+            serde_json::from_str(&template).expect("probe manifest JSON");
+        manifest["id"] = id.into();
+        manifest["safety_tier"] = tier.into();
+        manifest["output_schema"] = serde_json::json!({"type": "object"});
+        manifest["wasi_imports"]["fs"]["user_dir"] = "none".into();
+        let wasm = std::fs::read(PROBE).expect("probe wasm");
+        let manifest = prepare_manifest(&manifest.to_string(), &wasm).expect("prepare");
+        self.registry()
+            .publish(&manifest, &wasm, &self.key)
+            .unwrap_or_else(|e| panic!("publishing {id}: {e}"));
+    }
+
     /// Publishes the built-in tool `id` whose module is an upstream interpreter (one of
     /// [`UPSTREAM_TOOLS`]): the module is fetched from its package registry into the user's
     /// blob cache (once per machine), the driver inlined, and the tool signed by the test key.
