@@ -49,6 +49,15 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) json: bool,
 
+    /// Approve every privileged call without asking
+    #[arg(long, global = true)]
+    pub(crate) yes: bool,
+
+    /// A policy file deciding privileged calls without asking: {"allow": [RULE…], "deny":
+    /// [RULE…], "otherwise": "deny"|"ask"}, a RULE being `id`, `id@version` or `prefix*`
+    #[arg(long, global = true, value_name = "FILE", conflicts_with = "yes")]
+    pub(crate) policy: Option<PathBuf>,
+
     /// What to do.
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -102,6 +111,15 @@ pub(crate) enum Command {
     /// Run a chain of tool calls (a ChainRequest JSON) and print the ChainResponse
     #[command(after_long_help = EXIT_CODES)]
     Chain(ChainArgs),
+
+    /// Run a batch of independent calls (a BatchRequest JSON): read-only calls concurrently,
+    /// the others one at a time in order; print the BatchResponse
+    #[command(after_long_help = EXIT_CODES)]
+    Batch(BatchArgs),
+
+    /// Check a call's signed receipt: the host's signature, the tool against the registry,
+    /// and optionally the arguments and output it names
+    VerifyReceipt(VerifyReceiptArgs),
 
     /// Verify registry tools (signature, trusted key, artifact hash, lockfile), or one tool
     /// outside the registry with `--manifest`
@@ -211,6 +229,57 @@ pub(crate) struct RunArgs {
     /// Write the files the tool produces into DIR (created if missing)
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+
+    /// Write a receipt of the call, signed with the home's receipt key
+    /// (`<home>/keys/receipts.secret.json`, made on first use), to FILE
+    #[arg(long, value_name = "FILE")]
+    pub(crate) receipt: Option<PathBuf>,
+}
+
+/// `locara batch`.
+#[derive(Debug, Args)]
+#[command(long_about = "\
+Run a batch of independent tool calls and print the BatchResponse JSON.
+
+The file holds {\"calls\": [{\"tool\": \"…\", \"arguments\": {…}}, …]}. Consecutive read-only calls
+run concurrently; a side-effecting or privileged call runs alone, after every call before it
+and before every call after it. Every call runs, whatever the others did; privileged calls are
+approved by --yes, --policy, or at the terminal. Results come back in the order of the calls.")]
+pub(crate) struct BatchArgs {
+    /// The BatchRequest JSON file (`-` for stdin)
+    #[arg(value_name = "FILE|-")]
+    pub(crate) file: String,
+
+    /// The workspace of calls that name none; granted when there is no app manifest
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+
+    /// Without an app manifest: let tools write in --dir
+    #[arg(long, requires = "dir")]
+    pub(crate) allow_write: bool,
+}
+
+/// `locara verify-receipt`.
+#[derive(Debug, Args)]
+#[command(long_about = "\
+Check a receipt written by `locara run --receipt FILE`: its signature by a trusted host key, that
+the tool it names is the one in this home's registry (manifest and artifact digests), and, when
+given, that the arguments and output files hash to what it says. Prints one line per check.")]
+pub(crate) struct VerifyReceiptArgs {
+    /// The receipt file
+    pub(crate) file: PathBuf,
+
+    /// The host's public key [default: `<home>/keys/receipts.pub.json`]
+    #[arg(long, value_name = "PUB.json")]
+    pub(crate) key: Option<PathBuf>,
+
+    /// A JSON file with the arguments the call is said to have had
+    #[arg(long, value_name = "FILE")]
+    pub(crate) arguments: Option<PathBuf>,
+
+    /// A JSON file with the output the call is said to have returned
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
 }
 
 /// `locara chain`.

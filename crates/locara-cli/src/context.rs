@@ -1,13 +1,19 @@
 //! What every command shares: the home, the engine, the app manifest, and how the facade and
 //! the registry are opened from them.
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use anyhow::{Context as _, format_err};
 use locara_facade::{AppManifest, FsGrant, Grants, Locara, LocaraConfig, SafetyTier};
-use locara_registry::{Registry, RegistryConfig, TrustStore};
+use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore};
 
-use crate::cli::Cli;
+use crate::{
+    approve::{CliApprover, Policy},
+    cli::Cli,
+};
 
 /// The name of the home directory looked for above the current directory and in `$HOME`.
 const HOME_DIR_NAME: &str = ".locara";
@@ -26,6 +32,8 @@ pub(crate) struct Context {
     pub(crate) app_file: Option<PathBuf>,
     /// Machine output.
     pub(crate) json: bool,
+    /// Approves privileged calls: `--yes`, `--policy`, else the terminal.
+    approver: Arc<CliApprover>,
 }
 
 impl Context {
@@ -42,11 +50,19 @@ impl Context {
             Some(file) => Some(file.clone()),
             None => Some(cwd.join(APP_FILE_NAME)).filter(|f| f.is_file()),
         };
+        let policy = match &cli.policy {
+            Some(path) => Some((path.clone(), Policy::read(path)?)),
+            None => None,
+        };
         Ok(Context {
             home,
             engine: cli.engine,
             app_file,
             json: cli.json,
+            approver: Arc::new(CliApprover {
+                yes: cli.yes,
+                policy,
+            }),
         })
     }
 
@@ -63,6 +79,11 @@ impl Context {
     /// `<home>/trust`.
     pub(crate) fn trust_dir(&self) -> PathBuf {
         self.home.join("trust")
+    }
+
+    /// `<home>/keys`: the host's own keys (the receipt key).
+    pub(crate) fn keys_dir(&self) -> PathBuf {
+        self.home.join("keys")
     }
 
     /// `<home>/locara.lock`.
@@ -105,19 +126,26 @@ impl Context {
     /// `allow_write`, and every safety tier is admitted: the person at the terminal named the
     /// tool. With one, the app's grants rule and `dir` only selects the workspace.
     pub(crate) fn locara(&self, dir: Option<&Path>, allow_write: bool) -> anyhow::Result<Locara> {
-        self.locara_with_output(dir, allow_write, None)
+        self.locara_with_output(dir, allow_write, None, None)
     }
 
     /// Like [`Context::locara`]; without an app manifest, `out` (if any) is granted read-write
-    /// too: the person at the terminal chose it for the tool's output files.
+    /// too: the person at the terminal chose it for the tool's output files. `receipt_key`
+    /// signs the receipts of calls that ask for one.
     pub(crate) fn locara_with_output(
         &self,
         dir: Option<&Path>,
         allow_write: bool,
         out: Option<&Path>,
+        receipt_key: Option<SigningKey>,
     ) -> anyhow::Result<Locara> {
         self.require_registry()?;
-        let mut config = LocaraConfig::new(&self.home).with_engine(self.engine.kind());
+        let mut config = LocaraConfig::new(&self.home)
+            .with_engine(self.engine.kind())
+            .with_approver(self.approver.clone());
+        if let Some(key) = receipt_key {
+            config = config.with_receipt_key(key);
+        }
         match self.app_file.as_deref().map(load_app).transpose()? {
             Some((app, app_dir)) => {
                 if allow_write {

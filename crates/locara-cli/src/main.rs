@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+mod approve;
 mod arguments;
 mod catalog;
 mod cli;
@@ -18,6 +19,7 @@ mod context;
 mod models;
 mod output;
 mod publish;
+mod receipts;
 mod run;
 mod verify;
 
@@ -65,6 +67,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Describe { tool } => catalog::describe(&ctx, tool),
         Command::Run(args) => run::run(&ctx, args, &mut stdin),
         Command::Chain(args) => run::chain(&ctx, args, &mut stdin),
+        Command::Batch(args) => run::batch(&ctx, args, &mut stdin),
+        Command::VerifyReceipt(args) => receipts::verify_receipt(&ctx, args),
         Command::Verify(args) => verify::verify(&ctx, args),
         Command::Models(ModelsCommand::Fetch { tools }) => models::fetch(&ctx, tools),
         Command::Models(ModelsCommand::List) => models::list(&ctx),

@@ -6,13 +6,13 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use locara_facade::{ChainRequest, ErrorReport, Locara, RunRequest, RunResponse};
+use locara_facade::{BatchRequest, ChainRequest, ErrorReport, Locara, RunRequest, RunResponse};
 
 use crate::{
     arguments::{self, Stdin},
-    cli::{ChainArgs, RunArgs},
+    cli::{BatchArgs, ChainArgs, RunArgs},
     context::{self, Context},
-    output,
+    output, receipts,
 };
 
 /// Exit code: the tool ran and failed.
@@ -35,7 +35,16 @@ pub(crate) fn run(
         }
         None => None,
     };
-    let locara = ctx.locara_with_output(dir.as_deref(), args.allow_write, out.as_deref())?;
+    let receipt_key = match &args.receipt {
+        Some(_) => Some(receipts::host_key(ctx)?),
+        None => None,
+    };
+    let locara = ctx.locara_with_output(
+        dir.as_deref(),
+        args.allow_write,
+        out.as_deref(),
+        receipt_key,
+    )?;
     let files = arguments::FileArgs {
         keys: file_argument_keys(&locara, &args.tool),
         workspace: dir.as_deref(),
@@ -54,6 +63,9 @@ pub(crate) fn run(
     if let Some(out) = &out {
         request = request.with_output_dir(out);
     }
+    if args.receipt.is_some() {
+        request = request.with_receipt();
+    }
     let response = match runtime()?.block_on(locara.run(request)) {
         Ok(response) => response,
         Err(error) => {
@@ -70,6 +82,13 @@ pub(crate) fn run(
             return Ok(ExitCode::from(COULD_NOT_RUN));
         }
     };
+    if let (Some(path), Some(receipt)) = (&args.receipt, &response.receipt) {
+        std::fs::write(path, receipt.to_json_pretty())
+            .with_context(|| format!("cannot write the receipt {}", path.display()))?;
+        if !ctx.json {
+            eprintln!("wrote the receipt {}", path.display());
+        }
+    }
     if ctx.json {
         output::json(&response)?;
     } else if response.ok {
@@ -137,6 +156,48 @@ pub(crate) fn chain(
         ),
         (None, Some(step)) => eprint!("chain stopped: {failed} failed\n{}", failure_text(step)),
         (None, None) => eprintln!("chain stopped at {failed}"),
+    }
+    Ok(ExitCode::from(TOOL_FAILED))
+}
+
+/// `locara batch`.
+pub(crate) fn batch(
+    ctx: &Context,
+    args: &BatchArgs,
+    stdin: &mut Stdin<'_>,
+) -> anyhow::Result<ExitCode> {
+    let text = arguments::read_source(&args.file, stdin, "batch")?;
+    let mut request: BatchRequest = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a valid batch request", args.file))?;
+    let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
+    if let Some(dir) = &dir {
+        for call in &mut request.calls {
+            if call.workspace.is_none() {
+                call.workspace = Some(dir.clone());
+            }
+        }
+    }
+    let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
+    // A multi-threaded runtime: the read-only calls of the batch run at the same time.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let response = runtime.block_on(locara.run_batch(request));
+    output::json(&response)?;
+    if response.ok {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (index, result) in response.results.iter().enumerate() {
+        match (&result.error, &result.response) {
+            (Some(report), _) => eprint!(
+                "call {index} ({}) could not run\n{}",
+                result.tool,
+                output::report_text(report)
+            ),
+            (None, Some(r)) if !r.ok => eprint!("call {index}: {}", failure_text(r)),
+            _ => {}
+        }
     }
     Ok(ExitCode::from(TOOL_FAILED))
 }

@@ -1142,3 +1142,183 @@ fn files_go_in_with_at_paths_and_come_out_with_out() {
         "%PDF- in base64"
     );
 }
+
+#[test]
+fn privileged_calls_need_yes_a_policy_or_a_terminal() {
+    let cli = Cli::new();
+    cli.home.publish_probe_as("test.admin", "privileged");
+    cli.home.publish_probe_as("test.reader", "read_only");
+    let batch = json!({"calls": [
+        {"tool": "test.admin", "arguments": {"op": "echo", "text": "a"}},
+        {"tool": "test.reader", "arguments": {"op": "echo", "text": "b"}},
+    ]});
+    std::fs::write(cli.path("batch.json"), batch.to_string()).unwrap();
+
+    // No terminal (stdin is a pipe) and no --yes: denied, as data; the other call still ran.
+    let run = cli.expect(1, &["batch", "batch.json"]);
+    let response = run.json();
+    assert_eq!(response["ok"], false);
+    let denied = &response["results"][0];
+    assert_eq!(denied["safety_tier"], "privileged");
+    assert_eq!(denied["error"]["code"], "approval_denied");
+    let message = denied["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("not an interactive session") && message.contains("--yes"),
+        "{message}"
+    );
+    assert_eq!(response["results"][1]["response"]["ok"], true);
+    assert!(
+        run.stderr.contains("call 0 (test.admin) could not run"),
+        "{}",
+        run.stderr
+    );
+
+    // --yes approves, and says so in the response.
+    let response = cli.expect(0, &["--yes", "batch", "batch.json"]).json();
+    let approval = &response["results"][0]["response"]["approval"];
+    assert_eq!(approval["approved"], true);
+    assert_eq!(approval["by"], "--yes");
+
+    // A policy file decides without asking: deny rules first, then allow rules.
+    std::fs::write(
+        cli.path("policy.json"),
+        json!({"allow": ["test.*"], "deny": ["test.admin@0.1.0"]}).to_string(),
+    )
+    .unwrap();
+    let run = cli.expect(
+        2,
+        &[
+            "--policy",
+            "policy.json",
+            "run",
+            "test.admin",
+            "--arg",
+            "op=echo",
+        ],
+    );
+    assert!(
+        run.stderr.contains("error[approval_denied]"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("denied by rule `test.admin@0.1.0`"),
+        "{}",
+        run.stderr
+    );
+    std::fs::write(
+        cli.path("policy.json"),
+        json!({"allow": ["test.*"]}).to_string(),
+    )
+    .unwrap();
+    let run = cli.expect(
+        0,
+        &[
+            "--json",
+            "--policy",
+            "policy.json",
+            "run",
+            "test.admin",
+            "--arg",
+            "op=echo",
+        ],
+    );
+    assert_eq!(run.json()["approval"]["reason"], "allowed by rule `test.*`");
+}
+
+#[test]
+fn a_run_receipt_verifies_and_a_changed_one_does_not() {
+    let cli = Cli::new();
+    let arguments = json!({"text": "One. Two. Three.", "max_chars": 6});
+    std::fs::write(cli.path("args.json"), arguments.to_string()).unwrap();
+    let run = cli.expect(
+        0,
+        &[
+            "run",
+            "text.chunk",
+            "--input",
+            "args.json",
+            "--receipt",
+            "receipt.json",
+        ],
+    );
+    assert!(
+        run.stderr.contains("made the receipt key"),
+        "{}",
+        run.stderr
+    );
+    std::fs::write(cli.path("output.json"), &run.stdout).unwrap();
+
+    let run = cli.expect(
+        0,
+        &[
+            "verify-receipt",
+            "receipt.json",
+            "--arguments",
+            "args.json",
+            "--output",
+            "output.json",
+        ],
+    );
+    assert!(
+        run.stdout
+            .starts_with("text.chunk@0.1.0 succeeded on wasmtime"),
+        "{}",
+        run.stdout
+    );
+    for check in ["signature", "tool", "arguments", "output"] {
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.starts_with("ok") && l.contains(check)),
+            "{check}: {}",
+            run.stdout
+        );
+    }
+    // Other arguments than the ones the call had: that check fails, exit 1.
+    std::fs::write(cli.path("other.json"), json!({"text": "x"}).to_string()).unwrap();
+    let run = cli.expect(
+        1,
+        &[
+            "verify-receipt",
+            "receipt.json",
+            "--arguments",
+            "other.json",
+        ],
+    );
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("arguments")),
+        "{}",
+        run.stdout
+    );
+
+    // A receipt edited after signing fails its signature check.
+    let mut receipt: Value =
+        serde_json::from_str(&std::fs::read_to_string(cli.path("receipt.json")).unwrap()).unwrap();
+    receipt["receipt"]["ok"] = json!(false);
+    std::fs::write(cli.path("edited.json"), receipt.to_string()).unwrap();
+    let run = cli.expect(1, &["--json", "verify-receipt", "edited.json"]);
+    let report = run.json();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["checks"][0]["check"], "signature");
+    assert_eq!(report["checks"][0]["ok"], false);
+    // Another host's key does not verify it either.
+    let other = locara_registry::generate_keypair("other").unwrap();
+    other
+        .public_key()
+        .write_file(&cli.path("other.pub.json"))
+        .unwrap();
+    let run = cli.expect(
+        1,
+        &["verify-receipt", "receipt.json", "--key", "other.pub.json"],
+    );
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("signature")),
+        "{}",
+        run.stdout
+    );
+}
