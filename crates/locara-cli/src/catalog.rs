@@ -1,8 +1,8 @@
-//! `list`, `search` and `describe`: what tools there are and how to call them.
+//! `list`, `search`, `describe` and `tools export`: what tools there are and how to call them.
 
 use std::process::ExitCode;
 
-use locara_facade::{ToolDescription, ToolSummary};
+use locara_facade::{ToolDescription, ToolFormat, ToolSummary};
 use serde_json::Value;
 
 use crate::{context::Context, output};
@@ -53,6 +53,20 @@ pub(crate) fn describe(ctx: &Context, tool: &str) -> anyhow::Result<ExitCode> {
         output::json(&description)?;
     } else {
         output::stdout(&describe_text(&description)?)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `locara tools export`: the tool definitions, JSON with or without `--json`.
+pub(crate) fn export(ctx: &Context, format: ToolFormat) -> anyhow::Result<ExitCode> {
+    let locara = ctx.locara(None, false)?;
+    let tools = locara.export_tools(format)?;
+    output::json(&tools)?;
+    if tools.is_empty() {
+        eprintln!(
+            "note: no callable tools in {}: run `cargo xtask build-tools` (in the Locara repo) or `locara publish`",
+            ctx.registry_dir().display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,14 +3,15 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use locara_facade::BackendKind;
+use locara_facade::{BackendKind, ToolFormat};
 
 /// The long help's closing section: what each exit code means.
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  the tool ran and failed (`run`: its error report is on stderr), a chain step failed
-     (`chain`), or a tool failed verification (`verify`)
+  1  the tool ran and failed (`run`: its error report is on stderr), a tool call failed or
+     could not run (`run --tool-call`: its error is in its result message), a chain step
+     failed (`chain`), or a tool failed verification (`verify`)
   2  the call could not run (unknown, untrusted or tampered tool, capability not granted,
      invalid arguments), bad usage, or any other error (message and hint on stderr)";
 
@@ -78,6 +79,26 @@ impl Engine {
         match self {
             Engine::Wasmtime => BackendKind::Wasmtime,
             Engine::Wasmi => BackendKind::Wasmi,
+        }
+    }
+}
+
+/// The `--format` values of `tools export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// OpenAI Chat Completions: `{"type": "function", "function": {"name", "description",
+    /// "parameters"}}`.
+    Openai,
+    /// Anthropic Messages: `{"name", "description", "input_schema"}`.
+    Anthropic,
+}
+
+impl Format {
+    /// The facade's name for this format.
+    pub(crate) fn kind(self) -> ToolFormat {
+        match self {
+            Format::Openai => ToolFormat::OpenAi,
+            Format::Anthropic => ToolFormat::Anthropic,
         }
     }
 }
@@ -157,6 +178,10 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Models(ModelsCommand),
 
+    /// The callable tools as LLM tool definitions
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+
     /// Pin, sign and publish a tool into `<home>/registry`
     Publish {
         /// The secret key file (`NAME.secret.json`)
@@ -184,6 +209,18 @@ pub(crate) enum ModelsCommand {
     List,
 }
 
+/// `locara tools`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// Print every callable tool as a JSON array of tool definitions for an LLM API; a tool's
+    /// name is its id with `.` replaced by `_` (`text.chunk` is `text_chunk`)
+    Export {
+        /// The API's tool-calling format
+        #[arg(long, value_enum)]
+        format: Format,
+    },
+}
+
 /// `locara run`.
 #[derive(Debug, Args)]
 #[command(long_about = "\
@@ -200,10 +237,19 @@ an app manifest; an existing file is never overwritten, a numbered name is used 
 without --out they come back base64-encoded in the --json response.
 
 --dir DIR selects the directory the tool sees at /workspace. Without an app manifest, DIR is
-also granted, read-only unless --allow-write; with one, the app's grants decide.")]
+also granted, read-only unless --allow-write; with one, the app's grants decide.
+
+--tool-call FILE takes the tool calls of an LLM's message instead of TOOL and its arguments: an
+OpenAI assistant message (`tool_calls`), its `tool_calls` array or one call, Responses API
+`function_call` items, or an Anthropic assistant message, its `content` array or one `tool_use`
+block, with tool names as `locara tools export` gives them. Every call runs, in order, and the
+reply is printed in the message's format: for OpenAI an array of `role: tool` messages, for
+Anthropic a user message of `tool_result` blocks. A call that fails or cannot run is answered
+with its error report, and the exit code is then 1.")]
 pub(crate) struct RunArgs {
     /// The tool: `id` or `id@version`
-    pub(crate) tool: String,
+    #[arg(required_unless_present = "tool_call")]
+    pub(crate) tool: Option<String>,
 
     /// The arguments as a JSON object, e.g. '{"text": "…"}'
     #[arg(value_name = "ARGS_JSON", conflicts_with = "input")]
@@ -217,6 +263,11 @@ pub(crate) struct RunArgs {
     /// Read the arguments object from a JSON file (`-` for stdin)
     #[arg(long, value_name = "FILE|-")]
     pub(crate) input: Option<String>,
+
+    /// Run the tool calls of an LLM message (OpenAI or Anthropic format) from a JSON file (`-`
+    /// for stdin) and print the tool results in the same format
+    #[arg(long, value_name = "FILE|-", conflicts_with_all = ["tool", "arguments", "args", "input"])]
+    pub(crate) tool_call: Option<String>,
 
     /// The directory the tool sees at /workspace
     #[arg(long, value_name = "DIR")]
@@ -232,7 +283,7 @@ pub(crate) struct RunArgs {
 
     /// Write a receipt of the call, signed with the home's receipt key
     /// (`<home>/keys/receipts.secret.json`, made on first use), to FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "tool_call")]
     pub(crate) receipt: Option<PathBuf>,
 }
 

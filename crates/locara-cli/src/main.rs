@@ -1,10 +1,12 @@
-//! `locara`: the command line over `locara-facade` (list, search, describe, run, chain) and
-//! `locara-registry` (verify, keygen, sign, publish).
+//! `locara`: the command line over `locara-facade` (list, search, describe, run, chain, tool
+//! definitions and tool calls in LLM formats) and `locara-registry` (verify, keygen, sign,
+//! publish).
 //!
 //! It sits on top of every library crate and adds only what a terminal needs: finding the home,
 //! turning flags into a request and the response into text. It does not validate, hash or sign
-//! anything itself. Exit codes: 0 success; 1 the tool ran and failed, a chain step failed, or a
-//! tool failed verification; 2 the call could not run, bad usage, or any other error.
+//! anything itself. Exit codes: 0 success; 1 the tool ran and failed (or, with `run
+//! --tool-call`, a call failed or could not run), a chain step failed, or a tool failed
+//! verification; 2 the call could not run, bad usage, or any other error.
 //!
 //! Output goes through a locked stdout handle (see `output`), so a closed pipe ends quietly
 //! instead of panicking as `println!` would.
@@ -32,7 +34,7 @@ use clap::Parser as _;
 
 use crate::{
     arguments::Stdin,
-    cli::{Cli, Command, ModelsCommand},
+    cli::{Cli, Command, ModelsCommand, ToolsCommand},
     context::Context,
 };
 
@@ -72,6 +74,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => verify::verify(&ctx, args),
         Command::Models(ModelsCommand::Fetch { tools }) => models::fetch(&ctx, tools),
         Command::Models(ModelsCommand::List) => models::list(&ctx),
+        Command::Tools(ToolsCommand::Export { format }) => catalog::export(&ctx, format.kind()),
         Command::Keygen { publisher, out } => publish::keygen(&ctx, publisher, out),
         Command::Sign {
             key,

@@ -6,7 +6,10 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use locara_facade::{BatchRequest, ChainRequest, ErrorReport, Locara, RunRequest, RunResponse};
+use locara_facade::{
+    BatchRequest, ChainRequest, ErrorReport, Locara, RunRequest, RunResponse, ToolFormat,
+    tool_results_reply,
+};
 
 use crate::{
     arguments::{self, Stdin},
@@ -45,8 +48,17 @@ pub(crate) fn run(
         out.as_deref(),
         receipt_key,
     )?;
+    if let Some(source) = &args.tool_call {
+        return tool_calls(&locara, source, dir.as_deref(), out.as_deref(), stdin);
+    }
+    let Some(tool) = &args.tool else {
+        // Clap requires TOOL without --tool-call.
+        return Err(anyhow::format_err!(
+            "name the tool to run, or pass --tool-call FILE"
+        ));
+    };
     let files = arguments::FileArgs {
-        keys: file_argument_keys(&locara, &args.tool),
+        keys: file_argument_keys(&locara, tool),
         workspace: dir.as_deref(),
     };
     let arguments = arguments::build(
@@ -56,7 +68,7 @@ pub(crate) fn run(
         &files,
         stdin,
     )?;
-    let mut request = RunRequest::new(&args.tool, arguments.value);
+    let mut request = RunRequest::new(tool, arguments.value);
     if let Some(dir) = &dir {
         request = request.with_workspace(dir);
     }
@@ -71,7 +83,7 @@ pub(crate) fn run(
         Err(error) => {
             let mut report = error.report().clone();
             if ctx.app_file.is_none()
-                && let Some(hint) = terminal_hint(&locara, &args.tool, &report, args)
+                && let Some(hint) = terminal_hint(&locara, tool, &report, args)
             {
                 report.hint = hint;
             }
@@ -118,6 +130,61 @@ pub(crate) fn run(
     }
     eprint!("{}", failure_text(&response));
     Ok(ExitCode::from(TOOL_FAILED))
+}
+
+/// `locara run --tool-call`: runs every call of an LLM message, in order, and prints the reply
+/// in the message's format. Exit code 1 when any call failed or could not run.
+fn tool_calls(
+    locara: &Locara,
+    source: &str,
+    dir: Option<&std::path::Path>,
+    out: Option<&std::path::Path>,
+    stdin: &mut Stdin<'_>,
+) -> anyhow::Result<ExitCode> {
+    let text = arguments::read_source(source, stdin, "the tool call")?;
+    let message: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{source} is not JSON (a tool-call message)"))?;
+    let calls = locara.requests_from_tool_calls(&message)?;
+    let format = calls.first().map_or(ToolFormat::OpenAi, |c| c.format);
+    let runtime = runtime()?;
+    let mut all_ok = true;
+    let mut results = Vec::new();
+    for call in &calls {
+        let outcome = match call.request.clone() {
+            Ok(mut request) => {
+                if let Some(dir) = dir {
+                    request = request.with_workspace(dir);
+                }
+                if let Some(out) = out {
+                    request = request.with_output_dir(out);
+                }
+                runtime.block_on(locara.run(request))
+            }
+            Err(error) => Err(error),
+        };
+        match &outcome {
+            Ok(response) if response.ok => {}
+            Ok(response) => {
+                all_ok = false;
+                eprint!("call {}: {}", call.call_id, failure_text(response));
+            }
+            Err(error) => {
+                all_ok = false;
+                eprint!(
+                    "call {} could not run\n{}",
+                    call.call_id,
+                    output::report_text(error.report())
+                );
+            }
+        }
+        results.push(call.result_message(outcome.as_ref()));
+    }
+    output::json(&tool_results_reply(format, results))?;
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(TOOL_FAILED)
+    })
 }
 
 /// `locara chain`.

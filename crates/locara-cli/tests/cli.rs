@@ -1322,3 +1322,135 @@ fn a_run_receipt_verifies_and_a_changed_one_does_not() {
         run.stdout
     );
 }
+
+#[test]
+fn tools_export_gives_definitions_in_both_formats() {
+    let cli = Cli::new();
+    let openai = cli
+        .expect(0, &["tools", "export", "--format", "openai"])
+        .json();
+    let tools = openai.as_array().unwrap();
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    for id in BUILTIN {
+        let name = id.replace('.', "_");
+        assert!(names.contains(&name.as_str()), "{name} not in {names:?}");
+    }
+    assert!(names.iter().all(|n| !n.contains('.')), "{names:?}");
+    let chunk = tools
+        .iter()
+        .find(|t| t["function"]["name"] == "text_chunk")
+        .unwrap();
+    assert_eq!(chunk["type"], "function");
+    assert_eq!(chunk["function"]["parameters"]["required"], json!(["text"]));
+
+    // `--json` changes nothing: the export is JSON anyway.
+    let anthropic = cli
+        .expect(0, &["--json", "tools", "export", "--format", "anthropic"])
+        .json();
+    let chunk = anthropic
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "text_chunk")
+        .unwrap();
+    assert_eq!(chunk["input_schema"]["required"], json!(["text"]));
+    assert!(chunk.get("type").is_none(), "{chunk}");
+
+    let run = cli.expect(2, &["tools", "export", "--format", "gemini"]);
+    assert!(run.stderr.contains("openai, anthropic"), "{}", run.stderr);
+}
+
+#[test]
+fn run_tool_call_answers_in_the_message_format() {
+    let cli = Cli::new();
+    let openai = json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "text_chunk", "arguments": "{\"text\": \"One. Two.\", \"max_chars\": 5}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "text_chunk", "arguments": "{\"text\": \"a b\"}"}},
+        ],
+    });
+    let run = cli.run_with_stdin(&["run", "--tool-call", "-"], &openai.to_string());
+    assert_eq!(run.code, 0, "{run:#?}");
+    let reply = run.json();
+    let messages = reply.as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    for (message, (id, text)) in messages
+        .iter()
+        .zip([("call_1", "One. Two."), ("call_2", "a b")])
+    {
+        assert_eq!(message["role"], "tool");
+        assert_eq!(message["tool_call_id"], id);
+        let output: Value = serde_json::from_str(message["content"].as_str().unwrap()).unwrap();
+        assert_eq!(rejoin(&output), text);
+    }
+
+    // Anthropic, from a file: one user message of tool_result blocks; a call whose name is
+    // unknown is answered with the error, and the exit code is 1.
+    let anthropic = json!({
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Chunking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "text_chunk", "input": {"text": "Alpha beta", "max_chars": 5}},
+            {"type": "tool_use", "id": "toolu_2", "name": "text_chunker", "input": {"text": "x"}},
+        ],
+    });
+    std::fs::write(cli.path("message.json"), anthropic.to_string()).unwrap();
+    let run = cli.expect(1, &["run", "--tool-call", "message.json"]);
+    let reply = run.json();
+    assert_eq!(reply["role"], "user");
+    let blocks = reply["content"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0]["type"], "tool_result");
+    assert_eq!(blocks[0]["tool_use_id"], "toolu_1");
+    assert_eq!(blocks[0]["is_error"], false);
+    let output: Value = serde_json::from_str(blocks[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(rejoin(&output), "Alpha beta");
+    assert_eq!(blocks[1]["tool_use_id"], "toolu_2");
+    assert_eq!(blocks[1]["is_error"], true);
+    let error: Value = serde_json::from_str(blocks[1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], "not_found");
+    assert!(
+        error["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("did you mean `text_chunk`?"),
+        "{error}"
+    );
+    assert!(
+        run.stderr.contains("call toolu_2 could not run"),
+        "{}",
+        run.stderr
+    );
+
+    // A tool that ran and failed is answered with its error report too.
+    let failing = json!({"type": "function_call", "call_id": "call_9", "name": "text_chunk", "arguments": "{\"text\": \"abc\", \"max_chars\": 2, \"overlap\": 5}"});
+    let run = cli.run_with_stdin(&["run", "--tool-call", "-"], &failing.to_string());
+    assert_eq!(run.code, 1, "{run:#?}");
+    let reply = run.json();
+    assert_eq!(reply[0]["type"], "function_call_output");
+    assert_eq!(reply[0]["call_id"], "call_9");
+    let error: Value = serde_json::from_str(reply[0]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(error["ok"], false, "{error}");
+    assert_eq!(error["tool"], "text.chunk@0.1.0", "{error}");
+    assert_eq!(error["error"]["code"], "tool_error", "{error}");
+
+    // A message without tool calls cannot run at all; --tool-call excludes TOOL.
+    let run = cli.run_with_stdin(
+        &["run", "--tool-call", "-"],
+        r#"{"role": "assistant", "content": "Hello"}"#,
+    );
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert!(
+        run.stderr
+            .starts_with("error[invalid_tool_call]: the message holds no tool call"),
+        "{}",
+        run.stderr
+    );
+    let run = cli.expect(2, &["run", "text.chunk", "--tool-call", "message.json"]);
+    assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+}

@@ -2,9 +2,12 @@
 //!
 //! [`Locara`] is built from a [`LocaraConfig`] and offers what an agent needs:
 //! [`search_tools`](Locara::search_tools), [`describe`](Locara::describe),
-//! [`run`](Locara::run) and [`run_chain`](Locara::run_chain). Requests and responses are
-//! plain data that serialize to the JSON an agent sees; errors carry a code, a message, a
-//! hint and, for schema errors, the failing JSON pointers.
+//! [`run`](Locara::run) and [`run_chain`](Locara::run_chain). It also speaks the OpenAI and
+//! Anthropic tool-calling formats: [`export_tools`](Locara::export_tools),
+//! [`requests_from_tool_calls`](Locara::requests_from_tool_calls) and
+//! [`tool_result_message`]. Requests and responses are plain data that serialize to the JSON
+//! an agent sees; errors carry a code, a message, a hint and, for schema errors, the failing
+//! JSON pointers.
 //!
 //! The facade implements little itself: verification is `locara-registry`'s, the pipeline
 //! `locara-exec`'s, the engines `locara-sandbox`'s. It never exposes an engine type.
@@ -28,6 +31,7 @@ mod batch;
 mod chain;
 mod error;
 mod files;
+mod formats;
 mod locara;
 mod receipt;
 mod search;
@@ -49,6 +53,9 @@ pub use locara_sandbox::BackendKind;
 
 pub use crate::{
     error::Error,
+    formats::{
+        ToolCallRequest, ToolFormat, tool_call_name, tool_result_message, tool_results_reply,
+    },
     locara::{Locara, LocaraConfig},
     receipt::{RECEIPT_FORMAT, digest as receipt_digest},
     types::{
