@@ -2,12 +2,12 @@
 
 use std::{future::Future, path::PathBuf, pin::Pin, time::Duration};
 
-use locara_manifest::{EffectiveLimits, ToolRef};
-use locara_registry::VerifiedArtifact;
+use locara_manifest::{EffectiveLimits, ToolManifest, ToolRef};
+use locara_registry::{Digest, VerifiedArtifact};
 use locara_sandbox::{DirPerms, EnforcedLimits, OutputFile};
 use serde_json::Value;
 
-use crate::SchemaViolation;
+use crate::{HostTool, SchemaViolation};
 
 /// A call as a host or an agent makes it.
 #[derive(Debug, Clone)]
@@ -53,6 +53,48 @@ pub struct ParsedCall {
     pub workspace: Option<PathBuf>,
 }
 
+/// The tool a call resolved to: a signed wasm tool the registry verified, or a tool the host
+/// registered in-process.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ResolvedTool {
+    /// A verified wasm tool: its signed manifest and its wasm.
+    Signed(VerifiedArtifact),
+    /// An in-process tool.
+    Host(HostTool),
+}
+
+impl ResolvedTool {
+    /// The tool's manifest.
+    pub fn manifest(&self) -> &ToolManifest {
+        match self {
+            ResolvedTool::Signed(artifact) => artifact.manifest(),
+            ResolvedTool::Host(tool) => tool.manifest(),
+        }
+    }
+
+    /// The digest that names this manifest: of its signed bytes, or of an in-process tool's
+    /// canonical manifest.
+    pub fn manifest_digest(&self) -> &Digest {
+        match self {
+            ResolvedTool::Signed(artifact) => artifact.manifest_digest(),
+            ResolvedTool::Host(tool) => tool.digest(),
+        }
+    }
+}
+
+impl From<VerifiedArtifact> for ResolvedTool {
+    fn from(artifact: VerifiedArtifact) -> ResolvedTool {
+        ResolvedTool::Signed(artifact)
+    }
+}
+
+impl From<HostTool> for ResolvedTool {
+    fn from(tool: HostTool) -> ResolvedTool {
+        ResolvedTool::Host(tool)
+    }
+}
+
 /// A call whose tool was found and verified.
 ///
 /// Every layer below [`Resolve`](crate::Resolve) works on this type, so nothing downstream
@@ -60,8 +102,8 @@ pub struct ParsedCall {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ResolvedCall {
-    /// The verified tool: its manifest and its wasm.
-    pub artifact: VerifiedArtifact,
+    /// The tool: verified wasm, or registered in-process by the host.
+    pub tool: ResolvedTool,
     /// The arguments; checked once [`ValidateInput`](crate::ValidateInput) passed.
     pub arguments: Value,
     /// The directory the user selected, unchecked.
@@ -75,14 +117,14 @@ pub struct ResolvedCall {
 }
 
 impl ResolvedCall {
-    /// A call of a verified tool, with nothing granted yet.
+    /// A call of a verified (or in-process) tool, with nothing granted yet.
     pub fn new(
-        artifact: VerifiedArtifact,
+        tool: impl Into<ResolvedTool>,
         arguments: Value,
         workspace: Option<PathBuf>,
     ) -> ResolvedCall {
         ResolvedCall {
-            artifact,
+            tool: tool.into(),
             arguments,
             workspace,
             grant: Grant::default(),

@@ -75,9 +75,9 @@ pub enum ExecError {
     InvalidSchema {
         /// The tool, `id@version`.
         tool: String,
-        /// `input_schema` or `output_schema`.
+        /// `input_schema`, `output_schema`, or `manifest` for an in-process tool's manifest.
         which: &'static str,
-        /// What the schema compiler said.
+        /// What the schema compiler (or manifest validation) said.
         message: String,
     },
     /// A privileged call was not approved.

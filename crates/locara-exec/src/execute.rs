@@ -7,7 +7,7 @@ use std::{
 };
 
 use locara_manifest::{EffectiveLimits, ToolManifest};
-use locara_registry::Digest;
+use locara_registry::{Digest, VerifiedArtifact};
 use locara_sandbox::{
     CancelToken, Capabilities, Compiled, DirPerms, LimitKind, Limits, RunOutcome, RunStatus,
     Sandbox,
@@ -16,7 +16,8 @@ use serde_json::Value;
 use tower::Service;
 
 use crate::{
-    CallFuture, ExecError, FailureKind, Provenance, ResolvedCall, RunStats, ToolFailure, ToolResult,
+    CallFuture, ExecError, FailureKind, Provenance, ResolvedCall, ResolvedTool, RunStats,
+    ToolFailure, ToolResult,
 };
 
 /// Where the workspace directory appears inside the tool.
@@ -49,8 +50,8 @@ impl Execute {
         }
     }
 
-    fn compiled(&self, call: &ResolvedCall) -> Result<Compiled, ExecError> {
-        let key = *call.artifact.artifact_digest();
+    fn compiled(&self, artifact: &VerifiedArtifact) -> Result<Compiled, ExecError> {
+        let key = *artifact.artifact_digest();
         if let Some(compiled) = self
             .compiled
             .lock()
@@ -60,9 +61,7 @@ impl Execute {
             return Ok(compiled.clone());
         }
         // The hex digest is the sandbox's cache key: it names the bytes, verified by the registry.
-        let compiled = self
-            .sandbox
-            .compile(call.artifact.wasm(), Some(&key.to_hex()))?;
+        let compiled = self.sandbox.compile(artifact.wasm(), Some(&key.to_hex()))?;
         self.compiled
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -70,9 +69,14 @@ impl Execute {
         Ok(compiled)
     }
 
-    fn run(&self, call: &ResolvedCall, cancel: &CancelToken) -> Result<ToolResult, ExecError> {
-        let manifest = call.artifact.manifest();
-        let compiled = self.compiled(call)?;
+    fn run(
+        &self,
+        call: &ResolvedCall,
+        artifact: &VerifiedArtifact,
+        cancel: &CancelToken,
+    ) -> Result<ToolResult, ExecError> {
+        let manifest = artifact.manifest();
+        let compiled = self.compiled(artifact)?;
         let limits = effective_limits(&manifest.limits(), &self.max_limits);
         let sandbox_limits = Limits {
             memory_bytes: limits.memory_bytes,
@@ -115,9 +119,9 @@ impl Execute {
             .to_owned();
         let mut result = result_of(manifest, outcome, limits, engine);
         result.provenance = Provenance {
-            manifest_sha256: call.artifact.manifest_digest().to_hex(),
-            artifact_sha256: call.artifact.artifact_digest().to_hex(),
-            key_id: call.artifact.key_id().to_string(),
+            manifest_sha256: artifact.manifest_digest().to_hex(),
+            artifact_sha256: artifact.artifact_digest().to_hex(),
+            key_id: artifact.key_id().to_string(),
         };
         Ok(result)
     }
@@ -133,6 +137,13 @@ impl Service<ResolvedCall> for Execute {
     }
 
     fn call(&mut self, call: ResolvedCall) -> CallFuture {
+        let artifact = match &call.tool {
+            ResolvedTool::Signed(artifact) => artifact.clone(),
+            ResolvedTool::Host(tool) => {
+                let limits = effective_limits(&tool.manifest().limits(), &self.max_limits);
+                return Box::pin(crate::host_tool::run(tool.clone(), call.arguments, limits));
+            }
+        };
         let this = self.clone();
         let cancel = CancelToken::new();
         // Dropping the future (a timeout, `select!`, an aborted task, a client that went away)
@@ -140,7 +151,7 @@ impl Service<ResolvedCall> for Execute {
         let guard = CancelOnDrop(cancel.clone());
         Box::pin(async move {
             let _guard = guard;
-            tokio::task::spawn_blocking(move || this.run(&call, &cancel))
+            tokio::task::spawn_blocking(move || this.run(&call, &artifact, &cancel))
                 .await
                 .map_err(|e| ExecError::Cancelled(e.to_string()))?
         })
@@ -216,7 +227,7 @@ pub(crate) fn file_arguments(manifest: &ToolManifest) -> impl Iterator<Item = &s
 }
 
 /// The manifest's limits, each capped by the host's.
-fn effective_limits(wanted: &EffectiveLimits, max: &EffectiveLimits) -> EffectiveLimits {
+pub(crate) fn effective_limits(wanted: &EffectiveLimits, max: &EffectiveLimits) -> EffectiveLimits {
     let mut limits = *wanted;
     limits.memory_bytes = wanted.memory_bytes.min(max.memory_bytes);
     limits.wall_time = wanted.wall_time.min(max.wall_time);

@@ -27,6 +27,7 @@ mod config;
 pub mod depth;
 mod error;
 mod execute;
+mod host_tool;
 mod pipeline;
 mod resolve;
 mod schema;
@@ -49,14 +50,15 @@ pub use locara_sandbox::OutputFile;
 pub use crate::{
     approve::{ApprovalDecision, ApprovalRequest, Approver, RequireApproval, RequireApprovalLayer},
     call::{
-        CallFuture, FailureKind, Grant, ParsedCall, Provenance, ResolvedCall, RunStats, ToolCall,
-        ToolFailure, ToolResult, Truncation,
+        CallFuture, FailureKind, Grant, ParsedCall, Provenance, ResolvedCall, ResolvedTool,
+        RunStats, ToolCall, ToolFailure, ToolResult, Truncation,
     },
     cap_output::{CapOutput, CapOutputLayer},
     check_capabilities::{CheckCapabilities, CheckCapabilitiesLayer},
     config::ExecConfig,
     error::{ExecError, SchemaViolation},
     execute::Execute,
+    host_tool::{HOST_ENGINE, HOST_TOOL_URL, HandlerError, HostTool, ToolHandler},
     pipeline::{Pipeline, pipeline},
     resolve::{Resolve, ResolveLayer, Resolver},
     validate_id::{ValidateId, ValidateIdLayer},

@@ -6,10 +6,10 @@ use std::{
 };
 
 use jsonschema::Validator;
-use locara_registry::{Digest, VerifiedArtifact};
+use locara_registry::Digest;
 use serde_json::Value;
 
-use crate::{ExecError, SchemaViolation};
+use crate::{ExecError, ResolvedTool, SchemaViolation};
 
 /// At most this many violations are reported for one value.
 const MAX_VIOLATIONS: usize = 8;
@@ -28,10 +28,10 @@ impl SchemaCache {
     /// manifest, compiled on first use.
     pub(crate) fn get(
         &self,
-        artifact: &VerifiedArtifact,
+        tool: &ResolvedTool,
         which: &'static str,
     ) -> Result<Arc<Validator>, ExecError> {
-        let key = (*artifact.manifest_digest(), which);
+        let key = (*tool.manifest_digest(), which);
         if let Some(validator) = self
             .compiled
             .lock()
@@ -40,7 +40,7 @@ impl SchemaCache {
         {
             return Ok(Arc::clone(validator));
         }
-        let manifest = artifact.manifest();
+        let manifest = tool.manifest();
         let schema = if which == "input_schema" {
             &manifest.input_schema
         } else {

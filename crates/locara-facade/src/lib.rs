@@ -46,7 +46,9 @@ mod tests;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use locara_exec::{ApprovalDecision, ApprovalRequest, Approver};
+pub use locara_exec::{
+    ApprovalDecision, ApprovalRequest, Approver, HandlerError, HostTool, ToolHandler,
+};
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
 pub use locara_registry::{SignedReceipt, SigningKey};
 pub use locara_sandbox::BackendKind;

@@ -2,7 +2,9 @@
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
-use locara_exec::{Approver, ExecConfig, Pipeline, Resolver, ToolCall, ToolResult, depth};
+use locara_exec::{
+    Approver, ExecConfig, HostTool, Pipeline, Resolver, ToolCall, ToolResult, depth,
+};
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, VerifiedArtifact};
 use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
@@ -49,6 +51,9 @@ pub struct LocaraConfig {
     pub approver: Option<Arc<dyn Approver>>,
     /// Signs the receipts of calls that ask for one ([`RunRequest::receipt`]).
     pub receipt_key: Option<SigningKey>,
+    /// Tools the host implements in-process; they are callable whatever the app manifest
+    /// declares (the host registered them), within the app's grants.
+    pub host_tools: Vec<HostTool>,
 }
 
 impl LocaraConfig {
@@ -65,7 +70,15 @@ impl LocaraConfig {
             compiled_cache: None,
             approver: None,
             receipt_key: None,
+            host_tools: Vec::new(),
         }
+    }
+
+    /// Registers an in-process tool (see [`HostTool`]). An id the registry also has is served
+    /// by the host's tool.
+    pub fn with_host_tool(mut self, tool: HostTool) -> LocaraConfig {
+        self.host_tools.push(tool);
+        self
     }
 
     /// Sets the approver asked before every privileged call.
@@ -142,9 +155,22 @@ struct AppResolver {
     custom: HashMap<ToolName, VerifiedArtifact>,
     /// With an app manifest: the versions it declares for registry tools.
     declared: Option<HashMap<ToolName, ToolRef>>,
+    /// In-process tools, by id, oldest version first.
+    host: HashMap<ToolName, Vec<HostTool>>,
 }
 
 impl Resolver for AppResolver {
+    fn host_tool(&self, tool: &ToolRef) -> Option<HostTool> {
+        let versions = self.host.get(&tool.id)?;
+        match &tool.version {
+            None => versions.last().cloned(),
+            Some(version) => versions
+                .iter()
+                .find(|t| &t.manifest().version == version)
+                .cloned(),
+        }
+    }
+
     fn models(&self, tool: &ToolManifest) -> Result<Option<PathBuf>, locara_registry::Error> {
         self.registry.models().view(tool)
     }
@@ -202,6 +228,8 @@ pub struct Locara {
 pub(crate) struct Entry {
     pub(crate) manifest: Arc<ToolManifest>,
     artifact_sha256: String,
+    /// `wasm`, or `in_process` for a host tool.
+    backend: &'static str,
 }
 
 impl Locara {
@@ -276,6 +304,7 @@ impl Locara {
                 catalog.push(Entry {
                     manifest: tool.manifest,
                     artifact_sha256,
+                    backend: "wasm",
                 });
             }
         }
@@ -283,7 +312,23 @@ impl Locara {
             catalog.push(Entry {
                 manifest: Arc::new(artifact.manifest().clone()),
                 artifact_sha256: artifact.artifact_digest().to_string(),
+                backend: "wasm",
             });
+        }
+        let mut host: HashMap<ToolName, Vec<HostTool>> = HashMap::new();
+        for tool in &config.host_tools {
+            let id = &tool.manifest().id;
+            // A host tool replaces the registry's tool of the same id in the catalog.
+            catalog.retain(|e| e.backend != "wasm" || &e.manifest.id != id);
+            catalog.push(Entry {
+                manifest: Arc::new(tool.manifest().clone()),
+                artifact_sha256: String::new(),
+                backend: "in_process",
+            });
+            host.entry(id.clone()).or_default().push(tool.clone());
+        }
+        for versions in host.values_mut() {
+            versions.sort_by(|a, b| a.manifest().version.cmp(&b.manifest().version));
         }
         catalog.sort_by(|a, b| {
             (&a.manifest.id, &a.manifest.version).cmp(&(&b.manifest.id, &b.manifest.version))
@@ -304,6 +349,7 @@ impl Locara {
             registry,
             custom,
             declared,
+            host,
         });
         let mut exec = ExecConfig::new(resolver, sandbox, grants.clone())
             .with_output_cap_bytes(config.output_cap_bytes);
@@ -412,6 +458,7 @@ impl Locara {
                 })
             },
             artifact_sha256: entry.artifact_sha256.clone(),
+            backend: entry.backend.to_owned(),
         })
     }
 

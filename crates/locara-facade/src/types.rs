@@ -378,6 +378,9 @@ pub struct ToolDescription {
     pub capabilities: Value,
     /// The limits it asks for.
     pub limits: Value,
-    /// The sha256 of its wasm.
+    /// The sha256 of its wasm (empty for an in-process tool).
     pub artifact_sha256: String,
+    /// What runs it: `wasm` (a signed module in the sandbox) or `in_process` (the host's own
+    /// code).
+    pub backend: String,
 }

@@ -159,3 +159,14 @@ pub struct EnforcedLimits {
     /// File descriptors (always exact: the host owns the fd table).
     pub fds: Enforcement,
 }
+
+impl EnforcedLimits {
+    /// Every limit exact.
+    pub const EXACT: EnforcedLimits = EnforcedLimits {
+        memory: Enforcement::Exact,
+        wall_time: Enforcement::Exact,
+        fuel: Enforcement::Exact,
+        output: Enforcement::Exact,
+        fds: Enforcement::Exact,
+    };
+}

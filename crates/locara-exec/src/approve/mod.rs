@@ -105,7 +105,7 @@ where
     }
 
     fn call(&mut self, call: ResolvedCall) -> CallFuture {
-        let manifest = call.artifact.manifest();
+        let manifest = call.tool.manifest();
         if manifest.safety_tier != SafetyTier::Privileged {
             return Box::pin(self.inner.call(call));
         }

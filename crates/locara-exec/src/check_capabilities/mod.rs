@@ -66,7 +66,7 @@ where
 
 /// Applies the composition rule to one call.
 pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecError> {
-    let manifest = call.artifact.manifest();
+    let manifest = call.tool.manifest();
     let tool = manifest.tool_ref().to_string();
     let denied = |capability: String, reason: String| ExecError::CapabilityDenied {
         tool: tool.clone(),

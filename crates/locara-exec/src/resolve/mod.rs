@@ -16,7 +16,7 @@ use locara_registry::{Registry, VerifiedArtifact};
 use tower::Service;
 
 pub use self::layer::ResolveLayer;
-use crate::{CallFuture, ExecError, ParsedCall, ResolvedCall, ToolResult};
+use crate::{CallFuture, ExecError, HostTool, ParsedCall, ResolvedCall, ToolResult};
 
 /// Finds a tool and verifies it: its signature, its key, its hash, and the lockfile.
 ///
@@ -37,6 +37,13 @@ pub trait Resolver: Send + Sync + fmt::Debug + 'static {
     /// # Errors
     /// A missing model or one that does not match its pin, naming the command that fetches it.
     fn models(&self, tool: &ToolManifest) -> Result<Option<PathBuf>, locara_registry::Error>;
+
+    /// The in-process tool `tool` names, when the host registered one; it takes precedence over
+    /// the registry. By default there are none.
+    fn host_tool(&self, tool: &ToolRef) -> Option<HostTool> {
+        let _ = tool;
+        None
+    }
 }
 
 impl Resolver for Registry {
@@ -105,6 +112,10 @@ where
         let resolver = Arc::clone(&self.resolver);
         let verified = Arc::clone(&self.verified);
         Box::pin(async move {
+            if let Some(tool) = resolver.host_tool(&call.tool) {
+                let resolved = ResolvedCall::new(tool, call.arguments, call.workspace);
+                return inner.call(resolved).await;
+            }
             let key = call.tool.to_string();
             let cached = verified
                 .lock()

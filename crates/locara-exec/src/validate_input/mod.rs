@@ -59,14 +59,14 @@ where
     }
 
     fn call(&mut self, mut call: ResolvedCall) -> CallFuture {
-        let tool = call.artifact.manifest().tool_ref().to_string();
+        let tool = call.tool.manifest().tool_ref().to_string();
         if let Some(error) = refuse_too_deep(&tool, &call.arguments) {
             drop_deep(std::mem::take(&mut call.arguments));
             return Box::pin(async move { Err(error) });
         }
         let checked = self
             .schemas
-            .get(&call.artifact, "input_schema")
+            .get(&call.tool, "input_schema")
             .and_then(|validator| crate::schema::check_input(&tool, &validator, &call.arguments));
         match checked {
             Ok(()) => Box::pin(self.inner.call(call)),

@@ -53,8 +53,8 @@ where
     }
 
     fn call(&mut self, call: ResolvedCall) -> CallFuture {
-        // A clone of the artifact is two `Arc`s; the schema itself is not copied.
-        let artifact = call.artifact.clone();
+        // A clone of the tool is a few `Arc`s; the schema itself is not copied.
+        let tool = call.tool.clone();
         let schemas = self.schemas.clone();
         let future = self.inner.call(call);
         Box::pin(async move {
@@ -65,10 +65,10 @@ where
             let Some(output) = &result.output else {
                 return Ok(result);
             };
-            let validator = schemas.get(&artifact, "output_schema")?;
+            let validator = schemas.get(&tool, "output_schema")?;
             let violations = crate::schema::violations(&validator, output);
             if !violations.is_empty() {
-                let tool = artifact.manifest().tool_ref();
+                let tool = tool.manifest().tool_ref();
                 result.failure = Some(ToolFailure {
                     kind: FailureKind::InvalidOutput,
                     message: format!(

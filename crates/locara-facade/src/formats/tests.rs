@@ -27,6 +27,7 @@ fn description(id: &str, tier: &str, schema: Value) -> ToolDescription {
         capabilities: json!({}),
         limits: json!({}),
         artifact_sha256: "0".repeat(64),
+        backend: "wasm".to_owned(),
     }
 }
 
