@@ -116,6 +116,27 @@ impl Context {
         allow_write: bool,
         out: Option<&Path>,
     ) -> anyhow::Result<Locara> {
+        self.open(dir, allow_write, out, SafetyTier::Privileged)
+    }
+
+    /// Opens the facade for `serve`: like [`Context::locara`], except that without an app
+    /// manifest tools are admitted only up to the side-effecting tier, since a model, not the
+    /// person at the terminal, names the tools.
+    pub(crate) fn locara_serving(
+        &self,
+        dir: Option<&Path>,
+        allow_write: bool,
+    ) -> anyhow::Result<Locara> {
+        self.open(dir, allow_write, None, SafetyTier::SideEffecting)
+    }
+
+    fn open(
+        &self,
+        dir: Option<&Path>,
+        allow_write: bool,
+        out: Option<&Path>,
+        max_tier: SafetyTier,
+    ) -> anyhow::Result<Locara> {
         self.require_registry()?;
         let mut config = LocaraConfig::new(&self.home).with_engine(self.engine.kind());
         match self.app_file.as_deref().map(load_app).transpose()? {
@@ -128,7 +149,7 @@ impl Context {
                 config = config.with_app(app, app_dir);
             }
             None => {
-                let mut grants = Grants::new().with_max_safety_tier(SafetyTier::Privileged);
+                let mut grants = Grants::new().with_max_safety_tier(max_tier);
                 if let Some(dir) = dir {
                     grants = grants.with_fs(FsGrant::new(dir).with_write(allow_write));
                 }

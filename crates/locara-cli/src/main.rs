@@ -1,5 +1,5 @@
-//! `locara`: the command line over `locara-facade` (list, search, describe, run, chain) and
-//! `locara-registry` (verify, keygen, sign, publish).
+//! `locara`: the command line over `locara-facade` (list, search, describe, run, chain),
+//! `locara-mcp` (serve) and `locara-registry` (verify, keygen, sign, publish).
 //!
 //! It sits on top of every library crate and adds only what a terminal needs: finding the home,
 //! turning flags into a request and the response into text. It does not validate, hash or sign
@@ -19,6 +19,7 @@ mod models;
 mod output;
 mod publish;
 mod run;
+mod serve;
 mod verify;
 
 #[cfg(test)]
@@ -65,6 +66,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Describe { tool } => catalog::describe(&ctx, tool),
         Command::Run(args) => run::run(&ctx, args, &mut stdin),
         Command::Chain(args) => run::chain(&ctx, args, &mut stdin),
+        Command::Serve(args) => serve::serve(&ctx, args),
         Command::Verify(args) => verify::verify(&ctx, args),
         Command::Models(ModelsCommand::Fetch { tools }) => models::fetch(&ctx, tools),
         Command::Models(ModelsCommand::List) => models::list(&ctx),
