@@ -26,3 +26,5 @@ mod media_pdf;
 mod media_ocr;
 // audio.transcribe on espeak-ng speech (Wasmtime).
 mod media_transcribe;
+// `locara serve`: the MCP server driven by the official Python MCP client, stdio and HTTP.
+mod mcp_server;

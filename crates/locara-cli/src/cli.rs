@@ -1,6 +1,6 @@
 //! The command line, as clap sees it: global options, subcommands and their help.
 
-use std::path::PathBuf;
+use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use locara_facade::{BackendKind, ToolFormat};
@@ -26,6 +26,28 @@ With an app manifest (`--app`, or `./locara.json` when it exists), only the app'
 callable and the app's grants decide what they get. Without one, the person at the terminal is
 the app: any safety tier may run, and `run --dir DIR` grants DIR (read-only unless
 `--allow-write`).";
+
+/// `locara serve --help`.
+const SERVE_LONG_ABOUT: &str = "\
+Serve the callable tools to MCP (Model Context Protocol) clients.
+
+By default the server speaks MCP over stdio: an MCP client starts `locara serve` as its
+subprocess (in a client's config: \"command\": \"locara\", \"args\": [\"--home\", \"DIR\", \"serve\"]).
+Stdout carries the protocol only; notes go to stderr. With --http the server listens for
+streamable HTTP at http://ADDR/mcp instead, by default on 127.0.0.1:8765; it prints
+`listening on http://ADDR/mcp` on stderr once it accepts connections.
+
+Each tool is listed under its id (e.g. text.chunk), newest version only, with its manifest's
+description and schemas. Every call runs the same pipeline as `locara run`: signature and hash
+checks, the app's grants, schemas, limits and the output cap. A call that could not run and a
+tool that failed are both tool results with isError set, whose text is the JSON error report
+(code, message, hint, the JSON pointers of invalid arguments, the limit exceeded).
+
+Without an app manifest the server admits tools up to the side-effecting tier (privileged
+tools need an app manifest that grants them), and no directory unless --dir is given.
+
+There is no authentication: anyone who can reach the port can run tools. So a non-loopback
+--http address is refused unless --allow-remote is given.";
 
 /// `locara`: search, describe, run and chain sandboxed wasm tools, and verify, sign and
 /// publish them.
@@ -174,6 +196,12 @@ pub(crate) enum Command {
         out: Option<PathBuf>,
     },
 
+    /// Serve the callable tools to MCP clients (Claude Desktop, IDEs, agent frameworks) over
+    /// stdio, or over streamable HTTP with `--http`
+    // The long help goes on the variant: a variant's doc comment overrides its struct's.
+    #[command(long_about = SERVE_LONG_ABOUT)]
+    Serve(ServeArgs),
+
     /// Manage the models tools depend on (`<home>/models`)
     #[command(subcommand)]
     Models(ModelsCommand),
@@ -219,6 +247,33 @@ pub(crate) enum ToolsCommand {
         #[arg(long, value_enum)]
         format: Format,
     },
+}
+
+/// `locara serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio [ADDR default: 127.0.0.1:8765;
+    /// port 0 picks a free port]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = locara_mcp::DEFAULT_HTTP_ADDR
+    )]
+    pub(crate) http: Option<SocketAddr>,
+
+    /// Allow a --http address that is not loopback (the server has no authentication)
+    #[arg(long, requires = "http")]
+    pub(crate) allow_remote: bool,
+
+    /// The directory every call sees at /workspace; without an app manifest it is also granted,
+    /// read-only unless --allow-write
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+
+    /// Without an app manifest: let tools write in --dir
+    #[arg(long, requires = "dir")]
+    pub(crate) allow_write: bool,
 }
 
 /// `locara run`.

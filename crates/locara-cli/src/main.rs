@@ -1,6 +1,6 @@
-//! `locara`: the command line over `locara-facade` (list, search, describe, run, chain, tool
-//! definitions and tool calls in LLM formats) and `locara-registry` (verify, keygen, sign,
-//! publish).
+//! `locara`: the command line over `locara-facade` (list, search, describe, run, chain, batch,
+//! tool definitions and tool calls in LLM formats), `locara-mcp` (serve) and `locara-registry`
+//! (verify, verify-receipt, keygen, sign, publish).
 //!
 //! It sits on top of every library crate and adds only what a terminal needs: finding the home,
 //! turning flags into a request and the response into text. It does not validate, hash or sign
@@ -23,6 +23,7 @@ mod output;
 mod publish;
 mod receipts;
 mod run;
+mod serve;
 mod verify;
 
 #[cfg(test)]
@@ -71,6 +72,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Chain(args) => run::chain(&ctx, args, &mut stdin),
         Command::Batch(args) => run::batch(&ctx, args, &mut stdin),
         Command::VerifyReceipt(args) => receipts::verify_receipt(&ctx, args),
+        Command::Serve(args) => serve::serve(&ctx, args),
         Command::Verify(args) => verify::verify(&ctx, args),
         Command::Models(ModelsCommand::Fetch { tools }) => models::fetch(&ctx, tools),
         Command::Models(ModelsCommand::List) => models::list(&ctx),

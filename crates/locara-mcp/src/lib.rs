@@ -1,0 +1,76 @@
+//! Serves a [`Locara`](locara_facade::Locara)'s tools over the Model Context Protocol.
+//!
+//! [`LocaraMcp`] is an rmcp `ServerHandler`: `tools/list` lists every callable tool (newest
+//! version of each id), named by its id, with the manifest's description, input and output
+//! schemas and annotations from its safety tier; `tools/call` runs
+//! [`Locara::run`](locara_facade::Locara::run), the same pipeline as every other host. A call
+//! that could not run and a tool that ran and failed are both tool results with `isError: true`
+//! whose text is the error report as JSON, so the model can correct its arguments; only a tool
+//! name that is not in the listing is a protocol error.
+//!
+//! Two transports: [`serve_stdio`] (newline-delimited JSON-RPC on stdin and stdout) and
+//! [`HttpServer`] (streamable HTTP at `/mcp`, on a loopback address unless remote access is
+//! asked for).
+//!
+//! This crate sits on top of the facade and adds only the protocol mapping: it knows nothing
+//! of engines, registries or signatures, and enforces nothing itself.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), locara_mcp::Error> {
+//! use std::sync::Arc;
+//!
+//! use locara_facade::{Locara, LocaraConfig};
+//!
+//! let locara = Locara::new(&LocaraConfig::new(".locara"))?;
+//! locara_mcp::serve_stdio(Arc::new(locara)).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod handler;
+mod http;
+
+#[cfg(test)]
+mod tests;
+
+pub use crate::{
+    error::Error,
+    handler::LocaraMcp,
+    http::{DEFAULT_HTTP_ADDR, HttpConfig, HttpServer, MCP_PATH},
+};
+
+use rmcp::ServiceExt as _;
+
+/// Serves a Locara's tools (an `Arc<Locara>` or a configured [`LocaraMcp`]) over stdio until
+/// the client closes stdin.
+///
+/// Stdout carries the protocol only: log to stderr.
+///
+/// # Errors
+/// When the MCP handshake fails or the session ends abnormally.
+pub async fn serve_stdio(server: impl Into<LocaraMcp>) -> Result<(), Error> {
+    let server = server
+        .into()
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| Error::Protocol(e.to_string()))?;
+    server
+        .waiting()
+        .await
+        .map_err(|e| Error::Protocol(e.to_string()))?;
+    Ok(())
+}
+
+/// Serves a Locara's tools (an `Arc<Locara>` or a configured [`LocaraMcp`]) over streamable HTTP at `http://ADDR/mcp` until the task is
+/// dropped. To learn the port chosen for port 0, use [`HttpServer::bind`] and
+/// [`HttpServer::local_addr`] instead.
+///
+/// # Errors
+/// As [`HttpServer::bind`].
+pub async fn serve_http(server: impl Into<LocaraMcp>, config: &HttpConfig) -> Result<(), Error> {
+    HttpServer::bind(server, config).await?.run().await;
+    Ok(())
+}

@@ -1,0 +1,315 @@
+//! `locara serve` driven by a real third-party MCP client, the official Python SDK (PyPI `mcp`,
+//! installed by `.ci/test-deps` into a venv), over stdio and over streamable HTTP: the listing,
+//! a successful call, invalid arguments and an exceeded limit, as the client parses them.
+//!
+//! The `locara` binary belongs to another package, so the tests build it with the cargo that
+//! runs them, into the same target directory (a no-op when it is fresh).
+
+use std::{
+    io::{BufRead as _, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::OnceLock,
+};
+
+use locara_facade::{Locara, LocaraConfig};
+use locara_test_artifacts::TestHome;
+use serde_json::{Value, json};
+
+/// Where `.ci/test-deps` puts the venv with the MCP SDK, unless `LOCARA_PY_VENV` says otherwise.
+const DEFAULT_VENV: &str = "/var/tmp/locara-py";
+
+/// The venv's python, or a failure saying how to make it.
+fn python() -> PathBuf {
+    let venv = std::env::var_os("LOCARA_PY_VENV")
+        .map_or_else(|| PathBuf::from(DEFAULT_VENV), PathBuf::from);
+    let python = venv.join("bin/python");
+    let has_mcp = python.is_file()
+        && Command::new(&python)
+            .args(["-c", "import mcp"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    assert!(
+        has_mcp,
+        "no Python venv with the MCP SDK at {}: run `bash .ci/test-deps` (it creates the venv at \
+         $LOCARA_PY_VENV, default {DEFAULT_VENV}, and installs the pinned `mcp`)",
+        venv.display()
+    );
+    python
+}
+
+/// The `locara` binary, built (once per test process) into this test's target directory.
+fn locara() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        // `<target>/<profile>/deps/all-<hash>`.
+        let profile_dir = exe.parent().and_then(Path::parent).expect("a profile dir");
+        let target_dir = profile_dir.parent().expect("a target dir");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+        let mut build = Command::new(cargo);
+        build
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "locara-cli",
+                "--bin",
+                "locara",
+                "--target-dir",
+            ])
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build");
+        assert!(
+            status.success(),
+            "cargo build -p locara-cli failed: {status}"
+        );
+        profile_dir.join("locara")
+    })
+}
+
+/// A home with every built-in tool, and an empty working directory (no stray `locara.json`).
+struct Fixture {
+    home: TestHome,
+    cwd: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture {
+            home: TestHome::new(),
+            cwd: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn home(&self) -> &str {
+        self.home.path().to_str().unwrap()
+    }
+
+    /// `locara --home HOME serve ARGS…`, with stderr piped.
+    fn serve(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(locara());
+        command
+            .args(["--home", self.home(), "serve"])
+            .args(args)
+            .current_dir(self.cwd.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    /// Runs the Python client with `transport` (`stdio CMD…` or `http URL`) and `calls`.
+    fn client(&self, transport: &[&str], calls: &Value) -> Value {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/client.py");
+        let output = Command::new(python())
+            .arg(script)
+            .arg(calls.to_string())
+            .args(transport)
+            .current_dir(self.cwd.path())
+            .output()
+            .expect("run the MCP client");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "MCP client over {transport:?} failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+            output.status
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!("client output is not JSON ({e}): {stdout}\nstderr: {stderr}")
+        })
+    }
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The calls every transport makes, in order; `check` knows what each must return.
+fn calls() -> Value {
+    json!([
+        {"name": "text.chunk", "arguments": {"text": "Alpha beta. Gamma delta. Epsilon zeta.", "max_chars": 12}},
+        {"name": "text.chunk", "arguments": {"text": "Alpha.", "max_chars": "x"}},
+        {"name": "code-exec.lua", "arguments": {"code": "while true do end"}},
+        {"name": "no.such-tool", "arguments": {}},
+    ])
+}
+
+/// The text of a result's first content block, parsed as JSON.
+fn first_text(result: &Value) -> Value {
+    let block = &result["content"][0];
+    assert_eq!(block["type"], json!("text"), "{result:#}");
+    let text = block["text"].as_str().expect("text");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Asserts what the client saw against the home's own manifests.
+fn check(fixture: &Fixture, report: &Value) {
+    assert_eq!(report["server"]["name"], json!("locara"), "{report:#}");
+    let locara = Locara::new(&LocaraConfig::new(fixture.home.path())).unwrap();
+    let chunk = locara.describe("text.chunk").unwrap();
+
+    // 1. The listing: every tool once, by id; text.chunk with its manifest's schemas.
+    let tools = report["tools"].as_array().expect("tools");
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for id in [
+        "text.chunk",
+        "code-exec.lua",
+        "pdf.split",
+        "filesystem.write",
+    ] {
+        assert!(names.contains(&id), "{id} is not listed: {names:?}");
+    }
+    let listed = tools
+        .iter()
+        .find(|t| t["name"] == json!("text.chunk"))
+        .unwrap();
+    assert_eq!(listed["inputSchema"], chunk.input_schema, "{listed:#}");
+    assert_eq!(listed["outputSchema"], chunk.output_schema, "{listed:#}");
+    assert_eq!(listed["description"], json!(chunk.summary.description));
+    assert_eq!(
+        listed["annotations"]["readOnlyHint"],
+        json!(true),
+        "{listed:#}"
+    );
+    let write = tools
+        .iter()
+        .find(|t| t["name"] == json!("filesystem.write"))
+        .unwrap();
+    assert_eq!(
+        write["annotations"]["readOnlyHint"],
+        json!(false),
+        "{write:#}"
+    );
+
+    let results = report["results"].as_array().expect("results");
+    assert_eq!(results.len(), 4, "{report:#}");
+
+    // 2. A successful call: the chunks, as text and as structured content.
+    let ok = &results[0];
+    assert_eq!(ok["isError"], json!(false), "{ok:#}");
+    let output = first_text(ok);
+    assert_eq!(ok["structuredContent"], output, "{ok:#}");
+    let chunks: Vec<&str> = output["chunks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no chunks: {output:#}"))
+        .iter()
+        .map(|c| c["text"].as_str().or(c.as_str()).expect("chunk text"))
+        .collect();
+    assert!(chunks.len() >= 3, "{output:#}");
+    assert_eq!(output["count"], json!(chunks.len()), "{output:#}");
+    assert!(chunks.iter().all(|c| c.chars().count() <= 12), "{chunks:?}");
+    assert_eq!(
+        chunks.concat().split_whitespace().collect::<Vec<_>>(),
+        "Alpha beta. Gamma delta. Epsilon zeta."
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        "{chunks:?}"
+    );
+
+    // 3. Invalid arguments: an error result (not a protocol error) with the JSON pointer.
+    let invalid = &results[1];
+    assert_eq!(invalid["isError"], json!(true), "{invalid:#}");
+    let error = first_text(invalid);
+    assert_eq!(error["code"], json!("invalid_input"), "{error:#}");
+    let violation = error["violations"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["pointer"] == json!("/max_chars")))
+        .unwrap_or_else(|| panic!("no violation at /max_chars: {error:#}"));
+    assert!(
+        violation["constraint"]
+            .as_str()
+            .unwrap()
+            .starts_with("type"),
+        "{violation:#}"
+    );
+
+    // 4. An exceeded limit: an error result naming the limit.
+    let limit = &results[2];
+    assert_eq!(limit["isError"], json!(true), "{limit:#}");
+    let error = first_text(limit);
+    assert_eq!(error["code"], json!("limit_exceeded"), "{error:#}");
+    assert_eq!(error["limit"], json!("fuel"), "{error:#}");
+
+    // 5. An unknown tool: the one JSON-RPC error, invalid params, naming what exists.
+    let unknown = &results[3]["protocolError"];
+    assert_eq!(unknown["code"], json!(-32602), "{:#}", results[3]);
+    assert!(
+        unknown["message"].as_str().unwrap().contains("text.chunk"),
+        "{unknown:#}"
+    );
+}
+
+#[test]
+fn stdio() {
+    let fixture = Fixture::new();
+    let report = fixture.client(
+        &[
+            "stdio",
+            locara().to_str().unwrap(),
+            "--home",
+            fixture.home(),
+            "serve",
+        ],
+        &calls(),
+    );
+    check(&fixture, &report);
+}
+
+#[test]
+fn streamable_http() {
+    let fixture = Fixture::new();
+    let mut server = Server(
+        fixture
+            .serve(&["--http", "127.0.0.1:0"])
+            .spawn()
+            .expect("spawn locara serve"),
+    );
+    let mut stderr = BufReader::new(server.0.stderr.take().unwrap());
+    let mut seen = String::new();
+    let url = loop {
+        let mut line = String::new();
+        let read = stderr.read_line(&mut line).unwrap();
+        assert!(read > 0, "locara serve ended before listening:\n{seen}");
+        seen.push_str(&line);
+        if let Some(url) = line.trim().strip_prefix("listening on ") {
+            break url.to_owned();
+        }
+    };
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let report = fixture.client(&["http", &url], &calls());
+    check(&fixture, &report);
+}
+
+#[test]
+fn a_remote_address_is_refused_without_allow_remote() {
+    let fixture = Fixture::new();
+    let output = fixture
+        .serve(&["--http", "0.0.0.0:0"])
+        .output()
+        .expect("run locara serve");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a loopback address"), "{stderr}");
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+    // And `--allow-remote` needs `--http`.
+    let output = fixture.serve(&["--allow-remote"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
