@@ -28,3 +28,5 @@ mod media_ocr;
 mod media_transcribe;
 // `locara serve`: the MCP server driven by the official Python MCP client, stdio and HTTP.
 mod mcp_server;
+// An external MCP server (Python SDK) as a backend: its tools behind Locara's pipeline.
+mod mcp_backend;

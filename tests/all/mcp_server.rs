@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 const DEFAULT_VENV: &str = "/var/tmp/locara-py";
 
 /// The venv's python, or a failure saying how to make it.
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let venv = std::env::var_os("LOCARA_PY_VENV")
         .map_or_else(|| PathBuf::from(DEFAULT_VENV), PathBuf::from);
     let python = venv.join("bin/python");

@@ -13,7 +13,7 @@
 
 use std::{fmt, sync::Arc, time::Instant};
 
-use locara_manifest::{Artifact, EffectiveLimits, ToolManifest};
+use locara_manifest::{Artifact, EffectiveLimits, ToolManifest, ToolName, Version};
 use locara_registry::{Digest, canonical_json};
 use locara_sandbox::EnforcedLimits;
 use serde_json::Value;
@@ -98,6 +98,17 @@ impl HostTool {
             digest,
             handler,
         })
+    }
+
+    /// A manifest for an in-process tool `id@version`, to fill in with `ToolManifest`'s `with_*`
+    /// methods (description, tier, limits, schemas); its `artifact` is a placeholder that
+    /// [`HostTool::new`] replaces.
+    pub fn manifest_template(id: ToolName, version: Version) -> ToolManifest {
+        ToolManifest::new(
+            id,
+            version,
+            Artifact::new(HOST_TOOL_URL, Digest::of(b"").to_sha256_hex(), 0),
+        )
     }
 
     /// Its manifest.

@@ -9,7 +9,7 @@ use locara_facade::{
     HandlerError, HostTool, Locara, LocaraConfig, RunRequest, SafetyTier, ToolHandler,
     ToolManifest,
 };
-use locara_manifest::{Artifact, LimitsSpec};
+use locara_manifest::LimitsSpec;
 use locara_registry::generate_keypair;
 use locara_test_artifacts::TestHome;
 use serde_json::{Value, json};
@@ -39,38 +39,31 @@ impl ToolHandler for WordCount {
 }
 
 fn manifest(id: &str, tier: SafetyTier) -> ToolManifest {
-    ToolManifest::new(
-        id.parse().unwrap(),
-        "1.0.0".parse().unwrap(),
-        // Replaced by `HostTool::new`: an in-process tool pins its own manifest.
-        Artifact::new(
-            "unused",
-            locara_registry::Digest::of(b"").to_sha256_hex(),
-            0,
-        ),
-    )
-    .with_display_name("Word counter")
-    .with_description("Count the words in a text (runs in the host process).")
-    .with_safety_tier(tier)
-    .with_limits(
-        serde_json::from_value::<LimitsSpec>(json!({"wall_time_ms": 2000, "output_bytes": 10000}))
+    HostTool::manifest_template(id.parse().unwrap(), "1.0.0".parse().unwrap())
+        .with_display_name("Word counter")
+        .with_description("Count the words in a text (runs in the host process).")
+        .with_safety_tier(tier)
+        .with_limits(
+            serde_json::from_value::<LimitsSpec>(
+                json!({"wall_time_ms": 2000, "output_bytes": 10000}),
+            )
             .unwrap(),
-    )
-    .with_input_schema(json!({
-        "type": "object",
-        "required": ["text"],
-        "properties": {
-            "text": {"type": "string"},
-            "sleep_ms": {"type": "integer", "minimum": 0},
-            "mode": {"enum": ["fail", "bad", "huge", "panic"]}
-        },
-        "additionalProperties": false
-    }))
-    .with_output_schema(json!({
-        "type": "object",
-        "required": ["words"],
-        "properties": {"words": {"type": "integer"}}
-    }))
+        )
+        .with_input_schema(json!({
+            "type": "object",
+            "required": ["text"],
+            "properties": {
+                "text": {"type": "string"},
+                "sleep_ms": {"type": "integer", "minimum": 0},
+                "mode": {"enum": ["fail", "bad", "huge", "panic"]}
+            },
+            "additionalProperties": false
+        }))
+        .with_output_schema(json!({
+            "type": "object",
+            "required": ["words"],
+            "properties": {"words": {"type": "integer"}}
+        }))
 }
 
 fn host_tool(id: &str, tier: SafetyTier) -> HostTool {

@@ -29,6 +29,9 @@ pub enum Error {
     /// Accepting connections failed.
     #[error("cannot accept connections")]
     Accept(#[source] io::Error),
+    /// An MCP server's tools cannot be Locara tools (a bad name or schema).
+    #[error("invalid mcp backend {0}")]
+    InvalidBackend(String),
     /// The MCP session failed (handshake, transport).
     #[error("mcp session failed: {0}")]
     Protocol(String),

@@ -35,8 +35,8 @@ use rmcp::{
 use serde_json::Value;
 
 /// What the server tells a client about itself at initialization.
-const INSTRUCTIONS: &str = "Locara runs each tool as a signed WebAssembly module in a sandbox, \
-under the limits its manifest sets. When a call fails, the result has isError set and its text \
+const INSTRUCTIONS: &str = "Locara runs each tool as a signed WebAssembly module in a sandbox \
+(or, for the host's own tools, through the same checks), under the limits its manifest sets. When a call fails, the result has isError set and its text \
 is a JSON error report: `code`, `message`, `hint`, and for invalid arguments `violations`, each \
 with the JSON `pointer` of the offending argument; fix the arguments and call again.";
 

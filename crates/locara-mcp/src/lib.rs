@@ -29,6 +29,7 @@
 
 #![forbid(unsafe_code)]
 
+mod backend;
 mod error;
 mod handler;
 mod http;
@@ -37,6 +38,7 @@ mod http;
 mod tests;
 
 pub use crate::{
+    backend::{McpBackend, tool_id},
     error::Error,
     handler::LocaraMcp,
     http::{DEFAULT_HTTP_ADDR, HttpConfig, HttpServer, MCP_PATH},

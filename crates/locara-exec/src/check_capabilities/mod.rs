@@ -99,7 +99,10 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
             ));
         }
     }
-    if !manifest.wasi_imports.net.allowed_hosts.is_empty() {
+    // An in-process tool (an HTTP provider, say) makes its own connections; a wasm tool gets
+    // no sockets from this sandbox.
+    let in_process = matches!(call.tool, crate::ResolvedTool::Host(_));
+    if !in_process && !manifest.wasi_imports.net.allowed_hosts.is_empty() {
         return Err(denied(
             "network access".to_owned(),
             "this version of the sandbox does not provide to wasm tools".to_owned(),
