@@ -300,13 +300,7 @@ fn failure_text(response: &RunResponse) -> String {
     if let Some(report) = &response.error {
         text.push_str(&output::report_text(report));
     }
-    let stderr = response.stderr.trim_end();
-    // A tool's one-line error is often the report's message already.
-    let repeated = response
-        .error
-        .as_ref()
-        .is_some_and(|r| r.message.trim_end() == stderr);
-    if !stderr.is_empty() && !repeated {
+    if let Some(stderr) = response.stderr_beyond_error() {
         text.push_str("tool stderr:\n");
         for line in stderr.lines() {
             text.push_str(&format!("  {line}\n"));

@@ -104,7 +104,8 @@ fn lookup(reference: &str, outputs: &[Value]) -> Result<Value, String> {
     Ok(current.clone())
 }
 
-fn kind(value: &Value) -> &'static str {
+/// What kind of JSON value `value` is, with its article, for messages.
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

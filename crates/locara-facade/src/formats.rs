@@ -28,7 +28,7 @@ use std::{collections::BTreeMap, fmt, str::FromStr};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::{Error, Locara, RunRequest, RunResponse, ToolDescription};
+use crate::{Error, Locara, RunRequest, RunResponse, ToolDescription, chain::kind};
 
 #[cfg(test)]
 mod tests;
@@ -622,16 +622,4 @@ fn not_a_call(object: &Map<String, Value>) -> Error {
         ),
         "pass an OpenAI tool call ({\"id\", \"type\": \"function\", \"function\"}), a Responses `function_call` item or an Anthropic `tool_use` block",
     )
-}
-
-/// What kind of JSON value `value` is, with its article.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

@@ -97,6 +97,19 @@ pub struct RunResponse {
     pub receipt: Option<locara_registry::SignedReceipt>,
 }
 
+impl RunResponse {
+    /// What the tool wrote to stderr, when it says more than the error report: a tool's
+    /// one-line error is usually the report's message already.
+    pub fn stderr_beyond_error(&self) -> Option<&str> {
+        let stderr = self.stderr.trim_end();
+        let repeated = self
+            .error
+            .as_ref()
+            .is_some_and(|r| r.message.trim_end() == stderr);
+        (!stderr.is_empty() && !repeated).then_some(stderr)
+    }
+}
+
 /// An approver's decision on a privileged call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

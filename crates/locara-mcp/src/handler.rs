@@ -192,12 +192,7 @@ pub(crate) fn call_result(result: Result<RunResponse, locara_facade::Error>) -> 
         if let Some(report) = &response.error {
             content.push(report_block(report));
         }
-        let stderr = response.stderr.trim_end();
-        let repeated = response
-            .error
-            .as_ref()
-            .is_some_and(|r| r.message.trim_end() == stderr);
-        if !stderr.is_empty() && !repeated {
+        if let Some(stderr) = response.stderr_beyond_error() {
             content.push(ContentBlock::text(format!("tool stderr:\n{stderr}")));
         }
         return CallToolResult::error(content);
