@@ -72,6 +72,11 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) json: bool,
 
+    /// An HTTP provider manifest (a tool manifest template with an `endpoint`); its tool joins
+    /// the catalog, and without an app manifest its endpoint's host is granted (repeatable)
+    #[arg(long = "provider", global = true, value_name = "FILE")]
+    pub(crate) providers: Vec<PathBuf>,
+
     /// Approve every privileged call without asking
     #[arg(long, global = true)]
     pub(crate) yes: bool,

@@ -8,6 +8,7 @@ use std::{
 
 use anyhow::{Context as _, format_err};
 use locara_facade::{AppManifest, FsGrant, Grants, Locara, LocaraConfig, SafetyTier};
+use locara_manifest::NetAccess;
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore};
 
 use crate::{
@@ -34,6 +35,8 @@ pub(crate) struct Context {
     pub(crate) json: bool,
     /// Approves privileged calls: `--yes`, `--policy`, else the terminal.
     approver: Arc<CliApprover>,
+    /// `--provider` files.
+    providers: Vec<PathBuf>,
 }
 
 impl Context {
@@ -63,6 +66,7 @@ impl Context {
                 yes: cli.yes,
                 policy,
             }),
+            providers: cli.providers.clone(),
         })
     }
 
@@ -146,6 +150,15 @@ impl Context {
         if let Some(key) = receipt_key {
             config = config.with_receipt_key(key);
         }
+        let mut provider_hosts = Vec::new();
+        for file in &self.providers {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the provider manifest {}", file.display()))?;
+            let tool = locara_http::provider(&text)
+                .with_context(|| format!("cannot use the provider {}", file.display()))?;
+            provider_hosts.extend(tool.manifest().wasi_imports.net.allowed_hosts.clone());
+            config = config.with_host_tool(tool);
+        }
         match self.app_file.as_deref().map(load_app).transpose()? {
             Some((app, app_dir)) => {
                 if allow_write {
@@ -163,6 +176,12 @@ impl Context {
                 if let Some(out) = out {
                     grants = grants.with_fs(FsGrant::new(out).with_write(true));
                 }
+                // The person at the terminal named each provider: its endpoint is granted.
+                let mut net = NetAccess::new();
+                for host in provider_hosts {
+                    net = net.with_host(host);
+                }
+                grants = grants.with_net(net);
                 config = config.with_grants(grants);
             }
         }

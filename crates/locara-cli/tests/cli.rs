@@ -1454,3 +1454,84 @@ fn run_tool_call_answers_in_the_message_format() {
     let run = cli.expect(2, &["run", "text.chunk", "--tool-call", "message.json"]);
     assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
 }
+
+#[test]
+fn a_provider_manifest_adds_an_http_tool_whose_host_the_terminal_grants() {
+    let cli = Cli::new();
+    // A real HTTP server on loopback: Python's http.server, answering POST /add with the sum.
+    let server = r#"
+import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = json.dumps({"sum": args["a"] + args["b"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", server])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let manifest = json!({
+        "schema_version": 1,
+        "id": "remote.add",
+        "version": "1.0.0",
+        "display_name": "Adder",
+        "description": "Add two integers on a remote service.",
+        "license": "MIT",
+        "safety_tier": "read_only",
+        "input_schema": {"type": "object", "required": ["a", "b"],
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+        "output_schema": {"type": "object", "required": ["sum"],
+            "properties": {"sum": {"type": "integer"}}},
+        "endpoint": {"url": format!("http://127.0.0.1:{}/add", port.trim())}
+    });
+    std::fs::write(cli.path("adder.json"), manifest.to_string()).unwrap();
+    let run = cli.run(&[
+        "--provider",
+        "adder.json",
+        "run",
+        "remote.add",
+        "--arg",
+        "a=2",
+        "--arg",
+        "b=40",
+    ]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.json(), json!({"sum": 42}));
+    let described = cli.expect(
+        0,
+        &[
+            "--provider",
+            "adder.json",
+            "--json",
+            "describe",
+            "remote.add",
+        ],
+    );
+    assert_eq!(described.json()["backend"], "in_process");
+    // A provider that is not one: a clear error naming the file.
+    std::fs::write(cli.path("bad.json"), "{\"id\": \"x\"}").unwrap();
+    let run = cli.expect(2, &["--provider", "bad.json", "list"]);
+    assert!(
+        run.stderr.contains("cannot use the provider bad.json"),
+        "{}",
+        run.stderr
+    );
+}
