@@ -127,8 +127,9 @@ impl Context {
     }
 
     /// Opens the facade. Without an app manifest, `dir` (if any) is granted, read-only unless
-    /// `allow_write`, and every safety tier is admitted: the person at the terminal named the
-    /// tool. With one, the app's grants rule and `dir` only selects the workspace.
+    /// `allow_write`, and every safety tier is admitted (a privileged call still needs the
+    /// approver's yes: `--yes`, `--policy` or the terminal): the person at the terminal named
+    /// the tool. With one, the app's grants rule and `dir` only selects the workspace.
     pub(crate) fn locara(&self, dir: Option<&Path>, allow_write: bool) -> anyhow::Result<Locara> {
         self.locara_with_output(dir, allow_write, None, None)
     }
@@ -159,6 +160,8 @@ impl Context {
             provider_hosts.extend(tool.manifest().wasi_imports.net.allowed_hosts.clone());
             config = config.with_host_tool(tool);
         }
+        provider_hosts.sort();
+        provider_hosts.dedup();
         match self.app_file.as_deref().map(load_app).transpose()? {
             Some((app, app_dir)) => {
                 if allow_write {
