@@ -15,6 +15,64 @@ Exit codes:
   2  the call could not run (unknown, untrusted or tampered tool, capability not granted,
      invalid arguments), bad usage, or any other error (message and hint on stderr)";
 
+/// `locara run --help`: the long description, set on the subcommand, where clap reads it.
+const RUN_LONG_ABOUT: &str = "\
+Run a tool and print its output JSON (with --json: the whole RunResponse).
+
+The arguments are one JSON object: ARGS_JSON, or the JSON file given by --input (`-` reads
+stdin), with each --arg KEY=VALUE set on top. VALUE is parsed as JSON when it parses (numbers,
+booleans, null, arrays, objects, \"quoted strings\"), else taken as a string; KEY=@PATH takes the
+text of the file PATH, KEY=@- the text of stdin. For a file argument (a PDF, an image, audio),
+KEY=@PATH passes the file itself: by path when it is inside --dir, else its bytes.
+
+Files the tool produces (pages, images) are written into --out DIR (granted read-write without
+an app manifest; an existing file is never overwritten, a numbered name is used instead);
+without --out they come back base64-encoded in the --json response.
+
+--dir DIR selects the directory the tool sees at /workspace. Without an app manifest, DIR is
+also granted, read-only unless --allow-write; with one, the app's grants decide.
+
+--tool-call FILE takes the tool calls of an LLM's message instead of TOOL and its arguments: an
+OpenAI assistant message (`tool_calls`), its `tool_calls` array or one call, Responses API
+`function_call` items, or an Anthropic assistant message, its `content` array or one `tool_use`
+block, with tool names as `locara tools export` gives them. Every call runs, in order, and the
+reply is printed in the message's format: for OpenAI an array of `role: tool` messages, for
+Anthropic a user message of `tool_result` blocks. A call that fails or cannot run is answered
+with its error report, and the exit code is then 1.";
+
+/// `locara batch --help`: the long description, set on the subcommand, where clap reads it.
+const BATCH_LONG_ABOUT: &str = "\
+Run a batch of independent tool calls and print the BatchResponse JSON.
+
+The file holds {\"calls\": [{\"tool\": \"…\", \"arguments\": {…}}, …]}. Consecutive read-only calls
+run concurrently; a side-effecting or privileged call runs alone, after every call before it
+and before every call after it. Every call runs, whatever the others did; privileged calls are
+approved by --yes, --policy, or at the terminal. Results come back in the order of the calls.";
+
+/// `locara verify-receipt --help`: the long description, set on the subcommand, where clap reads it.
+const VERIFY_RECEIPT_LONG_ABOUT: &str = "\
+Check a receipt written by `locara run --receipt FILE`: its signature by a trusted host key, that
+the tool it names is the one in this home's registry (manifest and artifact digests), and, when
+given, that the arguments and output files hash to what it says. Prints one line per check.";
+
+/// `locara chain --help`: the long description, set on the subcommand, where clap reads it.
+const CHAIN_LONG_ABOUT: &str = "\
+Run a chain of tool calls and print the ChainResponse JSON.
+
+The file holds {\"steps\": [{\"tool\": \"…\", \"arguments\": {…}, \"workspace\": \"DIR\"}, …]}. An argument
+{\"$ref\": \"steps.N.output.field\"} is replaced by that part of step N's output. The chain stops
+at the first step that fails. --dir is the workspace of steps that name none and, without an app
+manifest, is granted (read-only unless --allow-write).";
+
+/// `locara verify --help`: the long description, set on the subcommand, where clap reads it.
+const VERIFY_LONG_ABOUT: &str = "\
+Verify tools fully: a trusted signature over the manifest, the artifact's size and sha256 against
+the signed manifest, and the lockfile's pins. Prints one line per tool, `ok` or `FAIL` with the
+reason, including registry entries that cannot even be listed.
+
+Registry tools are checked from the registry's own files (not the cache), and nothing is written
+to the home. With --manifest, checks one tool outside the registry instead.";
+
 const LONG_ABOUT: &str = "\
 Runs LLM-agent tools as signed WebAssembly modules in a sandbox.
 
@@ -153,25 +211,26 @@ pub(crate) enum Command {
     },
 
     /// Run a tool and print its output JSON
-    #[command(after_long_help = EXIT_CODES)]
+    #[command(long_about = RUN_LONG_ABOUT, after_long_help = EXIT_CODES)]
     Run(RunArgs),
 
     /// Run a chain of tool calls (a ChainRequest JSON) and print the ChainResponse
-    #[command(after_long_help = EXIT_CODES)]
+    #[command(long_about = CHAIN_LONG_ABOUT, after_long_help = EXIT_CODES)]
     Chain(ChainArgs),
 
     /// Run a batch of independent calls (a BatchRequest JSON): read-only calls concurrently,
     /// the others one at a time in order; print the BatchResponse
-    #[command(after_long_help = EXIT_CODES)]
+    #[command(long_about = BATCH_LONG_ABOUT, after_long_help = EXIT_CODES)]
     Batch(BatchArgs),
 
     /// Check a call's signed receipt: the host's signature, the tool against the registry,
     /// and optionally the arguments and output it names
+    #[command(long_about = VERIFY_RECEIPT_LONG_ABOUT)]
     VerifyReceipt(VerifyReceiptArgs),
 
     /// Verify registry tools (signature, trusted key, artifact hash, lockfile), or one tool
     /// outside the registry with `--manifest`
-    #[command(after_long_help = EXIT_CODES)]
+    #[command(long_about = VERIFY_LONG_ABOUT, after_long_help = EXIT_CODES)]
     Verify(VerifyArgs),
 
     /// Generate a publisher key pair: `NAME.secret.json` (mode 0600) and `NAME.pub.json`
@@ -283,29 +342,6 @@ pub(crate) struct ServeArgs {
 
 /// `locara run`.
 #[derive(Debug, Args)]
-#[command(long_about = "\
-Run a tool and print its output JSON (with --json: the whole RunResponse).
-
-The arguments are one JSON object: ARGS_JSON, or the JSON file given by --input (`-` reads
-stdin), with each --arg KEY=VALUE set on top. VALUE is parsed as JSON when it parses (numbers,
-booleans, null, arrays, objects, \"quoted strings\"), else taken as a string; KEY=@PATH takes the
-text of the file PATH, KEY=@- the text of stdin. For a file argument (a PDF, an image, audio),
-KEY=@PATH passes the file itself: by path when it is inside --dir, else its bytes.
-
-Files the tool produces (pages, images) are written into --out DIR (granted read-write without
-an app manifest; an existing file is never overwritten, a numbered name is used instead);
-without --out they come back base64-encoded in the --json response.
-
---dir DIR selects the directory the tool sees at /workspace. Without an app manifest, DIR is
-also granted, read-only unless --allow-write; with one, the app's grants decide.
-
---tool-call FILE takes the tool calls of an LLM's message instead of TOOL and its arguments: an
-OpenAI assistant message (`tool_calls`), its `tool_calls` array or one call, Responses API
-`function_call` items, or an Anthropic assistant message, its `content` array or one `tool_use`
-block, with tool names as `locara tools export` gives them. Every call runs, in order, and the
-reply is printed in the message's format: for OpenAI an array of `role: tool` messages, for
-Anthropic a user message of `tool_result` blocks. A call that fails or cannot run is answered
-with its error report, and the exit code is then 1.")]
 pub(crate) struct RunArgs {
     /// The tool: `id` or `id@version`
     #[arg(required_unless_present = "tool_call")]
@@ -349,13 +385,6 @@ pub(crate) struct RunArgs {
 
 /// `locara batch`.
 #[derive(Debug, Args)]
-#[command(long_about = "\
-Run a batch of independent tool calls and print the BatchResponse JSON.
-
-The file holds {\"calls\": [{\"tool\": \"…\", \"arguments\": {…}}, …]}. Consecutive read-only calls
-run concurrently; a side-effecting or privileged call runs alone, after every call before it
-and before every call after it. Every call runs, whatever the others did; privileged calls are
-approved by --yes, --policy, or at the terminal. Results come back in the order of the calls.")]
 pub(crate) struct BatchArgs {
     /// The BatchRequest JSON file (`-` for stdin)
     #[arg(value_name = "FILE|-")]
@@ -372,10 +401,6 @@ pub(crate) struct BatchArgs {
 
 /// `locara verify-receipt`.
 #[derive(Debug, Args)]
-#[command(long_about = "\
-Check a receipt written by `locara run --receipt FILE`: its signature by a trusted host key, that
-the tool it names is the one in this home's registry (manifest and artifact digests), and, when
-given, that the arguments and output files hash to what it says. Prints one line per check.")]
 pub(crate) struct VerifyReceiptArgs {
     /// The receipt file
     pub(crate) file: PathBuf,
@@ -395,13 +420,6 @@ pub(crate) struct VerifyReceiptArgs {
 
 /// `locara chain`.
 #[derive(Debug, Args)]
-#[command(long_about = "\
-Run a chain of tool calls and print the ChainResponse JSON.
-
-The file holds {\"steps\": [{\"tool\": \"…\", \"arguments\": {…}, \"workspace\": \"DIR\"}, …]}. An argument
-{\"$ref\": \"steps.N.output.field\"} is replaced by that part of step N's output. The chain stops
-at the first step that fails. --dir is the workspace of steps that name none and, without an app
-manifest, is granted (read-only unless --allow-write).")]
 pub(crate) struct ChainArgs {
     /// The ChainRequest JSON file (`-` for stdin)
     #[arg(value_name = "FILE|-")]
@@ -418,13 +436,6 @@ pub(crate) struct ChainArgs {
 
 /// `locara verify`.
 #[derive(Debug, Args)]
-#[command(long_about = "\
-Verify tools fully: a trusted signature over the manifest, the artifact's size and sha256 against
-the signed manifest, and the lockfile's pins. Prints one line per tool, `ok` or `FAIL` with the
-reason, including registry entries that cannot even be listed.
-
-Registry tools are checked from the registry's own files (not the cache), and nothing is written
-to the home. With --manifest, checks one tool outside the registry instead.")]
 pub(crate) struct VerifyArgs {
     /// Registry tools to check (`id` = every version of it, or `id@version`) [default: all]
     #[arg(conflicts_with_all = ["manifest", "signature", "wasm"])]

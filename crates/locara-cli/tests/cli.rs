@@ -1070,6 +1070,23 @@ fn help_documents_the_exit_codes() {
     }
     let run = cli.expect(2, &["run"]);
     assert!(run.stderr.contains("<TOOL>"), "{}", run.stderr);
+    // Each subcommand's long description shows in its --help.
+    for (command, says) in [
+        ("run", "KEY=@PATH passes the file itself"),
+        ("chain", "{\"$ref\": \"steps.N.output.field\"}"),
+        ("batch", "Consecutive read-only calls"),
+        (
+            "verify",
+            "Registry tools are checked from the registry's own files",
+        ),
+        (
+            "verify-receipt",
+            "Check a receipt written by `locara run --receipt FILE`",
+        ),
+    ] {
+        let run = cli.expect(0, &[command, "--help"]);
+        assert!(run.stdout.contains(says), "{command}: {}", run.stdout);
+    }
 }
 
 #[test]
