@@ -193,17 +193,13 @@ pub(crate) fn chain(
     args: &ChainArgs,
     stdin: &mut Stdin<'_>,
 ) -> anyhow::Result<ExitCode> {
-    let text = arguments::read_source(&args.file, stdin, "chain")?;
-    let mut request: ChainRequest = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a valid chain request", args.file))?;
-    let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
-    if let Some(dir) = &dir {
-        for step in &mut request.steps {
-            if step.workspace.is_none() {
-                step.workspace = Some(dir.clone());
-            }
-        }
-    }
+    let (request, dir) = read_calls(
+        &args.file,
+        args.dir.as_deref(),
+        "chain",
+        stdin,
+        |r: &mut ChainRequest| &mut r.steps,
+    )?;
     let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
     let response = runtime()?.block_on(locara.run_chain(request));
     output::json(&response)?;
@@ -233,17 +229,13 @@ pub(crate) fn batch(
     args: &BatchArgs,
     stdin: &mut Stdin<'_>,
 ) -> anyhow::Result<ExitCode> {
-    let text = arguments::read_source(&args.file, stdin, "batch")?;
-    let mut request: BatchRequest = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a valid batch request", args.file))?;
-    let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
-    if let Some(dir) = &dir {
-        for call in &mut request.calls {
-            if call.workspace.is_none() {
-                call.workspace = Some(dir.clone());
-            }
-        }
-    }
+    let (request, dir) = read_calls(
+        &args.file,
+        args.dir.as_deref(),
+        "batch",
+        stdin,
+        |r: &mut BatchRequest| &mut r.calls,
+    )?;
     let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
     // A multi-threaded runtime: the read-only calls of the batch run at the same time.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -267,6 +259,29 @@ pub(crate) fn batch(
         }
     }
     Ok(ExitCode::from(TOOL_FAILED))
+}
+
+/// Reads a chain or batch request (`what`) from `file` (`-`: stdin), and gives `dir` (checked
+/// to be a directory) to each of its calls that names no workspace.
+fn read_calls<T: serde::de::DeserializeOwned>(
+    file: &str,
+    dir: Option<&std::path::Path>,
+    what: &str,
+    stdin: &mut Stdin<'_>,
+    calls: impl FnOnce(&mut T) -> &mut Vec<RunRequest>,
+) -> anyhow::Result<(T, Option<std::path::PathBuf>)> {
+    let text = arguments::read_source(file, stdin, what)?;
+    let mut request: T = serde_json::from_str(&text)
+        .with_context(|| format!("{file} is not a valid {what} request"))?;
+    let dir = dir.map(context::existing_dir).transpose()?;
+    if let Some(dir) = &dir {
+        for call in calls(&mut request) {
+            if call.workspace.is_none() {
+                call.workspace = Some(dir.clone());
+            }
+        }
+    }
+    Ok((request, dir))
 }
 
 /// The tool's file arguments: top-level input properties marked `"x-locara-blob": true`.

@@ -56,15 +56,7 @@ impl Locara {
     /// callable tool matches.
     pub fn safety_tier(&self, tool: &str) -> Option<SafetyTier> {
         let reference: ToolRef = tool.trim().parse().ok()?;
-        self.catalog
-            .iter()
-            .filter(|e| {
-                e.manifest.id == reference.id
-                    && reference
-                        .version
-                        .as_ref()
-                        .is_none_or(|v| v == &e.manifest.version)
-            })
+        self.entries(&reference)
             .map(|e| e.manifest.safety_tier)
             .max()
     }

@@ -401,6 +401,21 @@ impl Locara {
             .collect()
     }
 
+    /// The callable tools `reference` may name, oldest version first: every version of a bare
+    /// id, or the one version it names.
+    pub(crate) fn entries<'a>(
+        &'a self,
+        reference: &'a ToolRef,
+    ) -> impl DoubleEndedIterator<Item = &'a Entry> + 'a {
+        self.catalog.iter().filter(move |e| {
+            e.manifest.id == reference.id
+                && reference
+                    .version
+                    .as_ref()
+                    .is_none_or(|v| v == &e.manifest.version)
+        })
+    }
+
     /// Everything an agent needs to call `tool` (`id` or `id@version`; a bare id is the newest).
     ///
     /// # Errors
@@ -413,29 +428,18 @@ impl Locara {
                 "name a tool as `id` or `id@version`",
             )
         })?;
-        let entry = self
-            .catalog
-            .iter()
-            .rev()
-            .find(|e| {
-                e.manifest.id == reference.id
-                    && reference
-                        .version
-                        .as_ref()
-                        .is_none_or(|v| v == &e.manifest.version)
-            })
-            .ok_or_else(|| {
-                let ids: Vec<String> = self
-                    .catalog
-                    .iter()
-                    .map(|e| e.manifest.tool_ref().to_string())
-                    .collect();
-                Error::new(
-                    "not_found",
-                    format!("no tool `{reference}`; available: {}", ids.join(", ")),
-                    "search the catalog for a tool that fits",
-                )
-            })?;
+        let entry = self.entries(&reference).next_back().ok_or_else(|| {
+            let ids: Vec<String> = self
+                .catalog
+                .iter()
+                .map(|e| e.manifest.tool_ref().to_string())
+                .collect();
+            Error::new(
+                "not_found",
+                format!("no tool `{reference}`; available: {}", ids.join(", ")),
+                "search the catalog for a tool that fits",
+            )
+        })?;
         let m = &entry.manifest;
         Ok(ToolDescription {
             summary: summary(m, None),
