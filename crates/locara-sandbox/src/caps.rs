@@ -1,6 +1,8 @@
 //! What a guest may touch.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, sync::Arc};
+
+use crate::services::{HostServices, Services};
 
 /// Where the per-call temp dir appears inside the guest.
 pub const TEMP_GUEST_PATH: &str = "/tmp";
@@ -34,7 +36,8 @@ pub struct Preopen {
 /// - a fresh, empty temp dir at [`TEMP_GUEST_PATH`], read-write, removed after the call;
 /// - the realtime and monotonic clocks, and random bytes;
 /// - `argv[0]` only (see [`Capabilities::program_name`]);
-/// - no environment variables, no other directories, no sockets, no processes.
+/// - no environment variables, no other directories, no sockets, no processes, and no host
+///   services (see [`Capabilities::with_services`]).
 ///
 /// Paths are jailed: `..`, absolute paths and symlinks cannot leave a preopened directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +48,7 @@ pub struct Capabilities {
     pub(crate) args: Vec<String>,
     pub(crate) staged: Vec<(String, Vec<u8>)>,
     pub(crate) collect: Option<String>,
+    pub(crate) services: Option<Services>,
 }
 
 impl Capabilities {
@@ -57,6 +61,7 @@ impl Capabilities {
             args: Vec::new(),
             staged: Vec::new(),
             collect: None,
+            services: None,
         }
     }
 
@@ -112,6 +117,13 @@ impl Capabilities {
     /// files exceed it ends with [`LimitKind::Output`](crate::LimitKind::Output).
     pub fn collecting(mut self, dir: impl Into<String>) -> Self {
         self.collect = Some(dir.into());
+        self
+    }
+
+    /// Lets the guest call `services` through the `locara_host` import module (see
+    /// [`HostServices`]). Without it, every service call is refused with `ENOTCAPABLE`.
+    pub fn with_services(mut self, services: Arc<dyn HostServices>) -> Self {
+        self.services = Some(Services(services));
         self
     }
 

@@ -11,7 +11,8 @@
 //!
 //! Both engines share one WASI preview 1 host implementation ([`Capabilities`] documents what
 //! a guest can see), so a conformance test that passes on one engine tests the same semantics
-//! on the other.
+//! on the other. The same holds for the host services a call may be given
+//! ([`HostServices`]), the one way out of the sandbox besides its preopened directories.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), locara_sandbox::Error> {
@@ -49,6 +50,7 @@ mod outcome;
 #[cfg(feature = "preinit")]
 mod preinit;
 mod run;
+mod services;
 #[cfg(feature = "wasmi")]
 mod start_export;
 mod wasi;
@@ -65,4 +67,5 @@ pub use crate::{
     error::Error,
     limits::{EnforcedLimits, Enforcement, LimitKind, Limits},
     outcome::{OutputFile, RunOutcome, RunStatus},
+    services::{HOST_SERVICES_MODULE, HostServices, ServiceCall, ServiceError},
 };

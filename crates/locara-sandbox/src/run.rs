@@ -78,6 +78,7 @@ pub(crate) fn prepare(
         deadline: started + limits.wall_time,
         cancel: cancel.clone(),
         collect: caps.collect.clone(),
+        services: caps.services.clone(),
     });
     let mut wasi = wasi;
     if !caps.staged.is_empty() {

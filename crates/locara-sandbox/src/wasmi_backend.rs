@@ -106,19 +106,29 @@ fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
         message: e.to_string(),
     };
     let mut linker = Linker::new(engine);
+    // One adapter for every host function: WASI's, then the host services' (`locara_host`).
     macro_rules! link {
         ($f:ident($($arg:ident: $ty:ty),*)) => {
+            link!(@ wasi::MODULE, $f, wasi::$f, $($arg: $ty),*);
+        };
+        (@ $module:expr, $name:ident, $f:path, $($arg:ident: $ty:ty),*) => {
             linker
-                .func_wrap(wasi::MODULE, stringify!($f), |mut caller: Caller<'_, StoreData>, $($arg: $ty),*| {
+                .func_wrap($module, stringify!($name), |mut caller: Caller<'_, StoreData>, $($arg: $ty),*| {
                     with_memory(&mut caller, |ctx, mem| {
-                        let result = wasi::$f(ctx, mem, $($arg),*);
+                        let result = $f(ctx, mem, $($arg),*);
                         wasi::finish(ctx, result)
                     })
                 })
                 .map_err(|e| engine_error(e.into()))?;
         };
     }
+    macro_rules! link_host {
+        ($f:ident($($arg:ident: $ty:ty),*)) => {
+            link!(@ wasi::host::MODULE, $f, wasi::host::$f, $($arg: $ty),*);
+        };
+    }
     wasi::for_each_function!(link);
+    wasi::host::for_each_host_function!(link_host);
     linker
         .func_wrap(
             wasi::MODULE,

@@ -1052,3 +1052,126 @@ backend_test!(staging_is_bounded_and_jailed, |kind| {
         );
     }
 });
+
+/// A host service for the tests: `echo` answers its request reversed, `deny` and `fail` refuse
+/// with a message, `slow` waits for the deadline or the cancel token.
+struct TestServices;
+
+impl locara_sandbox::HostServices for TestServices {
+    fn call(
+        &self,
+        service: &str,
+        request: &[u8],
+        call: &locara_sandbox::ServiceCall,
+    ) -> Result<Vec<u8>, locara_sandbox::ServiceError> {
+        use locara_sandbox::ServiceError;
+        match service {
+            "echo" => Ok(request.iter().rev().copied().collect()),
+            "fail" => Err(ServiceError::Failed("the server is down".to_owned())),
+            "slow" => loop {
+                if call.cancel.is_cancelled() {
+                    return Err(ServiceError::Cancelled);
+                }
+                if Instant::now() >= call.deadline {
+                    return Err(ServiceError::DeadlineExceeded);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            },
+            other => Err(ServiceError::Denied(format!("no service `{other}`"))),
+        }
+    }
+}
+
+fn with_services() -> Capabilities {
+    Capabilities::new().with_services(std::sync::Arc::new(TestServices))
+}
+
+backend_test!(host_services_answer_refuse_and_fail, |kind| {
+    let ask = |service: &str, caps: &Capabilities| {
+        let input = json!({"op": "service", "service": service, "request": "héllo"});
+        let outcome = run_with(kind, input, &Limits::default(), caps);
+        assert_eq!(outcome.status, RunStatus::Exited(0), "{service}");
+        stdout_json(&outcome)
+    };
+    let echo = ask("echo", &with_services());
+    assert_eq!(echo["errno"], 0);
+    assert_eq!(echo["response_errno"], 0);
+    assert_eq!(echo["len"], 6);
+    assert_eq!(
+        echo["answer"],
+        String::from_utf8_lossy(&"héllo".bytes().rev().collect::<Vec<_>>()).as_ref()
+    );
+    // Refused (ENOTCAPABLE) and failed (EIO) calls still leave a message to read.
+    let denied = ask("shell", &with_services());
+    assert_eq!(
+        (denied["errno"].clone(), denied["answer"].clone()),
+        (json!(76), json!("no service `shell`"))
+    );
+    let failed = ask("fail", &with_services());
+    assert_eq!(
+        (failed["errno"].clone(), failed["answer"].clone()),
+        (json!(29), json!("the server is down"))
+    );
+    // A call given no services gets none, whatever it asks for.
+    let none = ask("echo", &Capabilities::new());
+    assert_eq!(none["errno"], 76);
+    assert!(
+        none["answer"]
+            .as_str()
+            .unwrap()
+            .contains("no host services"),
+        "{none}"
+    );
+});
+
+backend_test!(host_service_answer_needs_a_big_enough_buffer, |kind| {
+    let input = json!({"op": "service", "service": "echo", "request": "abcdef", "buf": 3});
+    let outcome = run_with(kind, input, &Limits::default(), &with_services());
+    let answer = stdout_json(&outcome);
+    assert_eq!(answer["errno"], 0);
+    assert_eq!(answer["len"], 6);
+    // ERANGE, and nothing was written.
+    assert_eq!(answer["response_errno"], 68);
+    assert_eq!(answer["answer"], "\0\0\0");
+});
+
+backend_test!(a_slow_host_service_is_stopped_by_the_deadline, |kind| {
+    let limits = Limits {
+        wall_time: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let started = Instant::now();
+    let input = json!({"op": "service", "service": "slow", "request": ""});
+    let outcome = run_with(kind, input, &limits, &with_services());
+    assert_eq!(
+        outcome.status,
+        RunStatus::LimitExceeded(LimitKind::WallTime)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+});
+
+backend_test!(a_slow_host_service_is_stopped_by_cancelling, |kind| {
+    let cancel = CancelToken::new();
+    let canceller = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            cancel.cancel();
+        })
+    };
+    let input = json!({"op": "service", "service": "slow", "request": ""});
+    let outcome = probe(kind)
+        .run_cancellable(
+            input.to_string().as_bytes(),
+            &Limits::default(),
+            &with_services(),
+            &cancel,
+        )
+        .expect("the call starts");
+    canceller.join().unwrap();
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+});

@@ -11,6 +11,7 @@
 //! that is hard to get right, is delegated to `cap-std`, the same library `wasmtime-wasi` uses.
 
 mod errno;
+pub(crate) mod host;
 
 use std::{
     fs::File,
@@ -128,6 +129,10 @@ pub(crate) struct WasiCtx {
     pub(crate) temp: Option<tempfile::TempDir>,
     /// The directory under the temp dir whose files [`crate::run::finish`] collects.
     pub(crate) collect: Option<String>,
+    /// The host services the guest may call ([`host`]).
+    services: Option<crate::services::Services>,
+    /// A service's answer, ready for [`host::response`].
+    pending: Option<Vec<u8>>,
 }
 
 #[derive(Debug)]
@@ -182,6 +187,7 @@ pub(crate) struct WasiSetup {
     pub(crate) deadline: Instant,
     pub(crate) cancel: CancelToken,
     pub(crate) collect: Option<String>,
+    pub(crate) services: Option<crate::services::Services>,
 }
 
 impl WasiCtx {
@@ -220,6 +226,8 @@ impl WasiCtx {
             temp_root: setup.temp_root,
             temp: None,
             collect: setup.collect,
+            services: setup.services,
+            pending: None,
         }
     }
 
@@ -1482,7 +1490,7 @@ pub(crate) fn provides(module: &str, name: &str) -> bool {
         };
     }
     for_each_function!(is);
-    module == MODULE && name == "proc_exit"
+    (module == MODULE && name == "proc_exit") || (module == host::MODULE && host::provides(name))
 }
 
 /// Turns a host function's result into the errno the guest sees, or the stop that ends it.

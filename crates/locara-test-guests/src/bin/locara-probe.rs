@@ -34,6 +34,7 @@
 //! | `random_big`   | `bytes`                     | asks for `bytes` random bytes in one call         |
 //! | `abi_abuse`    |                             | calls WASI with bad pointers, ids and counts      |
 //! | `paths`        | `paths`, `content`          | reads (and writes `content` to) each path         |
+//! | `service`      | `service`, `request`, `buf` | asks a host service (`locara_host`), reading the answer into a `buf`-byte buffer (default: its length) |
 //!
 //! `spin` takes an optional `path`: a file it writes in `/tmp` first, so that a stopped call
 //! has a temp dir to clean up.
@@ -105,6 +106,11 @@ fn main() {
         "random_big" => random_big(u64_field(&input, "bytes").unwrap_or(0)),
         "abi_abuse" => abi_abuse(),
         "paths" => paths(&input),
+        "service" => service(
+            str_field(&input, "service"),
+            str_field(&input, "request"),
+            u64_field(&input, "buf"),
+        ),
         other => fail(2, &format!("unknown op {other:?}")),
     }
 }
@@ -562,6 +568,65 @@ mod raw {
             ]
         }
     }
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn service(_: &str, _: &str, _: Option<u64>) {
+    fail(
+        2,
+        "service calls the host: build the probe for wasm32-wasip1",
+    )
+}
+
+/// Asks host service `name`, then prints `{"errno", "len", "response_errno", "answer"}`:
+/// the errno of `call`, the answer's length, the errno of `response` and the answer as text.
+#[cfg(target_os = "wasi")]
+fn service(name: &str, request: &str, buf: Option<u64>) {
+    #[allow(unsafe_code, reason = "the host-service imports are raw by nature")]
+    mod host {
+        #[link(wasm_import_module = "locara_host")]
+        unsafe extern "C" {
+            fn call(
+                name: *const u8,
+                name_len: usize,
+                request: *const u8,
+                request_len: usize,
+                response_len: *mut u32,
+            ) -> u16;
+            fn response(buf: *mut u8, buf_len: usize) -> u16;
+        }
+
+        pub(super) fn ask(name: &str, request: &str) -> (u16, u32) {
+            let mut len = 0u32;
+            // SAFETY: both slices and `len` are live for the call; the host writes only `len`.
+            let errno = unsafe {
+                call(
+                    name.as_ptr(),
+                    name.len(),
+                    request.as_ptr(),
+                    request.len(),
+                    &mut len,
+                )
+            };
+            (errno, len)
+        }
+
+        pub(super) fn take(buf: &mut [u8]) -> u16 {
+            // SAFETY: the host writes at most `buf.len()` bytes into `buf`.
+            unsafe { response(buf.as_mut_ptr(), buf.len()) }
+        }
+    }
+    let (errno, len) = host::ask(name, request);
+    let size = buf.map_or(len as usize, |b| b as usize);
+    let mut answer = vec![0u8; size];
+    let response_errno = host::take(&mut answer);
+    answer.truncate(len as usize);
+    emit(&json!({
+        "errno": errno,
+        "len": len,
+        "response_errno": response_errno,
+        "answer": String::from_utf8_lossy(&answer),
+    }));
 }
 
 #[cfg(not(target_os = "wasi"))]

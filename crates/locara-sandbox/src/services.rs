@@ -1,0 +1,82 @@
+//! Host services: what a guest may ask of the host beyond WASI (fetch a URL, ask the app's
+//! language model), through the `locara_host` import module.
+//!
+//! The sandbox only carries bytes: it hands a service's name and request to the call's
+//! [`HostServices`] and the answer back to the guest. Which services exist, what a request
+//! means and who may make it are the host's business (in Locara, `locara-exec` decides from
+//! the manifest and the app's grants).
+//!
+//! The guest's side, two functions in module `locara_host` (errno results, as in WASI):
+//! - `call(name_ptr, name_len, request_ptr, request_len, response_len_ptr) -> errno`: asks
+//!   service `name`. On `0` the answer is ready; on `76` (`ENOTCAPABLE`, the service or this
+//!   request is not allowed) or `29` (`EIO`, the service failed) a UTF-8 message explaining
+//!   why is ready instead. Either way its length is stored at `response_len_ptr`.
+//! - `response(buf_ptr, buf_len) -> errno`: copies the ready answer or message into the
+//!   guest's buffer, which must hold all of it (`68`, `ERANGE`, otherwise, and it stays
+//!   ready), and forgets it. Without one it is `28` (`EINVAL`).
+//!
+//! A service that is still working when the call's wall-clock deadline passes, or when the
+//! call is cancelled, stops the guest the same way a sleeping guest is stopped.
+
+use std::{fmt, sync::Arc, time::Instant};
+
+use crate::CancelToken;
+
+/// The import module the host services are in.
+pub const HOST_SERVICES_MODULE: &str = "locara_host";
+
+/// What a call is doing while a service answers it: the service must give up by `deadline`,
+/// and should give up soon after `cancel` is cancelled.
+#[derive(Debug, Clone)]
+pub struct ServiceCall {
+    /// When the call's wall-clock limit runs out.
+    pub deadline: Instant,
+    /// Cancelled when the host stops the call.
+    pub cancel: CancelToken,
+}
+
+/// Why a service gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServiceError {
+    /// The service does not exist for this call, or this request is not allowed (a host
+    /// outside the allow-list); the message says which and why. The guest sees `ENOTCAPABLE`.
+    Denied(String),
+    /// The service failed (a server did not answer, a reply was malformed); the guest sees
+    /// `EIO`.
+    Failed(String),
+    /// The call's deadline passed: the guest is stopped with the wall-time limit.
+    DeadlineExceeded,
+    /// The call was cancelled: the guest is stopped.
+    Cancelled,
+}
+
+/// Answers a guest's service requests for one call. Called on the thread that runs the guest,
+/// which waits for the answer.
+pub trait HostServices: Send + Sync {
+    /// Answers request `request` (bytes, usually JSON) to service `service`.
+    fn call(
+        &self,
+        service: &str,
+        request: &[u8],
+        call: &ServiceCall,
+    ) -> Result<Vec<u8>, ServiceError>;
+}
+
+/// The services a call may use: a shared [`HostServices`], compared by identity.
+#[derive(Clone)]
+pub(crate) struct Services(pub(crate) Arc<dyn HostServices>);
+
+impl fmt::Debug for Services {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Services(..)")
+    }
+}
+
+impl PartialEq for Services {
+    fn eq(&self, other: &Services) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Services {}
