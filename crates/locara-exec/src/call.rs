@@ -140,9 +140,23 @@ impl ResolvedCall {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grant {
     pub(crate) workspace: Option<(PathBuf, DirPerms)>,
+    /// The hosts `web.fetch` may reach: the tool's, bounded by the app's.
+    pub(crate) hosts: Vec<String>,
+    /// Whether the tool may use `llm.chat`.
+    pub(crate) llm: bool,
 }
 
 impl Grant {
+    /// The hosts the tool may fetch from (`web.fetch`): what it asked for, bounded by the app.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// Whether the tool may ask the app's language model (`llm.chat`).
+    pub fn llm(&self) -> bool {
+        self.llm
+    }
+
     /// The directory the tool sees at `/workspace`, and whether it may write there.
     pub fn workspace(&self) -> Option<(&PathBuf, DirPerms)> {
         self.workspace.as_ref().map(|(p, perms)| (p, *perms))

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use locara_manifest::{EffectiveLimits, Grants};
 use locara_sandbox::Sandbox;
 
-use crate::{Approver, Resolver};
+use crate::{Approver, Resolver, ServicesConfig};
 
 /// Everything [`pipeline`](crate::pipeline) needs.
 #[derive(Debug, Clone)]
@@ -25,6 +25,9 @@ pub struct ExecConfig {
     pub output_cap_bytes: usize,
     /// Asked before each privileged call; without one, privileged calls are denied.
     pub approver: Option<Arc<dyn Approver>>,
+    /// What the host services wasm tools may call use (an HTTP client, the app's language
+    /// model). By default there are none, and every service call fails.
+    pub services: ServicesConfig,
 }
 
 impl ExecConfig {
@@ -37,6 +40,7 @@ impl ExecConfig {
             max_limits: EffectiveLimits::MAX,
             output_cap_bytes: 1 << 20,
             approver: None,
+            services: ServicesConfig::default(),
         }
     }
 
@@ -49,6 +53,12 @@ impl ExecConfig {
     /// Sets the [`Approver`] asked before each privileged call.
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> ExecConfig {
         self.approver = Some(approver);
+        self
+    }
+
+    /// Sets [`ExecConfig::services`].
+    pub fn with_services(mut self, services: ServicesConfig) -> ExecConfig {
+        self.services = services;
         self
     }
 

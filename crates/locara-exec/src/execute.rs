@@ -18,6 +18,7 @@ use tower::Service;
 use crate::{
     CallFuture, ExecError, FailureKind, Provenance, ResolvedCall, ResolvedTool, RunStats,
     ToolFailure, ToolResult,
+    services::{CallServices, ServicesConfig},
 };
 
 /// Where the workspace directory appears inside the tool.
@@ -38,6 +39,7 @@ pub struct Execute {
     sandbox: Sandbox,
     max_limits: EffectiveLimits,
     compiled: Arc<Mutex<HashMap<Digest, Compiled>>>,
+    services: ServicesConfig,
 }
 
 impl Execute {
@@ -47,7 +49,14 @@ impl Execute {
             sandbox,
             max_limits,
             compiled: Arc::default(),
+            services: ServicesConfig::default(),
         }
+    }
+
+    /// Sets what the host services wasm tools may call (`web.fetch`, `llm.chat`) use.
+    pub fn with_services(mut self, services: ServicesConfig) -> Execute {
+        self.services = services;
+        self
     }
 
     fn compiled(&self, artifact: &VerifiedArtifact) -> Result<Compiled, ExecError> {
@@ -74,6 +83,7 @@ impl Execute {
         call: &ResolvedCall,
         artifact: &VerifiedArtifact,
         cancel: &CancelToken,
+        runtime: tokio::runtime::Handle,
     ) -> Result<ToolResult, ExecError> {
         let manifest = artifact.manifest();
         let compiled = self.compiled(artifact)?;
@@ -97,6 +107,16 @@ impl Execute {
         }
         if let Some(models) = &call.models {
             caps = caps.preopened_dir(models, MODELS_GUEST_PATH, DirPerms::ReadOnly);
+        }
+        if !call.grant.hosts.is_empty() || call.grant.llm {
+            caps = caps.with_services(Arc::new(CallServices {
+                runtime,
+                config: self.services.clone(),
+                tool: manifest.tool_ref().to_string(),
+                hosts: call.grant.hosts.clone(),
+                llm: call.grant.llm,
+                max_bytes: usize::try_from(limits.output_bytes).unwrap_or(usize::MAX),
+            }));
         }
         let mut arguments = call.arguments.clone();
         for (name, bytes) in stage_blobs(manifest, &mut arguments)? {
@@ -151,7 +171,8 @@ impl Service<ResolvedCall> for Execute {
         let guard = CancelOnDrop(cancel.clone());
         Box::pin(async move {
             let _guard = guard;
-            tokio::task::spawn_blocking(move || this.run(&call, &artifact, &cancel))
+            let runtime = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || this.run(&call, &artifact, &cancel, runtime))
                 .await
                 .map_err(|e| ExecError::Cancelled(e.to_string()))?
         })

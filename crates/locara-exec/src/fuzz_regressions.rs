@@ -111,6 +111,10 @@ fn schema_arguments_regressions() {
           pdf.extract-text@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           pdf.split@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           text.chunk@0.1.0: at /text: 1 is not of type "string" (type at /properties/text/type) (+1 more)
+          text.classify@0.1.0: at /: "labels" is a required property (required at /required) (+2 more)
+          text.summarize@0.1.0: at /text: 1 is not of type "string" (type at /properties/text/type) (+1 more)
+          text.translate@0.1.0: at /: "target_language" is a required property (required at /required) (+2 more)
+          web.fetch@0.1.0: at /: Additional properties are not allowed ('a/b', 'c~d', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
         huge-integer.json: 
           audio.detect-silence@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           audio.transcribe@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
@@ -129,6 +133,10 @@ fn schema_arguments_regressions() {
           pdf.extract-text@0.1.0: at /max_chars: 1.8446744073709552e+19 is greater than the maximum of 10000000 (maximum at /properties/max_chars/maximum) (+2 more)
           pdf.split@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
           text.chunk@0.1.0: at /max_chars: 1.8446744073709552e+19 is greater than the maximum of 1000000 (maximum at /properties/max_chars/maximum) (+1 more)
+          text.classify@0.1.0: at /: "labels" is a required property (required at /required) (+1 more)
+          text.summarize@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap' were unexpected) (additionalProperties at /additionalProperties)
+          text.translate@0.1.0: at /: "target_language" is a required property (required at /required) (+1 more)
+          web.fetch@0.1.0: at /: Additional properties are not allowed ('max_chars', 'overlap', 'text' were unexpected) (additionalProperties at /additionalProperties) (+1 more)
         lone-surrogate.json: not JSON: unexpected end of hex escape at line 1 column 17
         nested-127.json: 
           audio.detect-silence@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
@@ -148,6 +156,10 @@ fn schema_arguments_regressions() {
           pdf.extract-text@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           pdf.split@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
           text.chunk@0.1.0: at /text: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]] is not of type "string" (type at /properties/text/type)
+          text.classify@0.1.0: at /: "labels" is a required property (required at /required) (+1 more)
+          text.summarize@0.1.0: at /text: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]] is not of type "string" (type at /properties/text/type)
+          text.translate@0.1.0: at /: "target_language" is a required property (required at /required) (+1 more)
+          web.fetch@0.1.0: at /: Additional properties are not allowed ('text' was unexpected) (additionalProperties at /additionalProperties) (+1 more)
         nested-128.json: not JSON: recursion limit exceeded at line 1 column 136
         out-of-range-float.json: not JSON: number out of range at line 1 column 32
         pair-backtracking-pattern: at /: Error executing regex: Max limit for backtracking count exceeded (pattern at /pattern)

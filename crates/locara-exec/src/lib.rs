@@ -9,7 +9,8 @@
 //! 5. [`RequireApproval`]: a privileged call runs only if the host's [`Approver`] says yes.
 //! 6. [`ValidateOutput`]: (on the way back) the result against `output_schema`.
 //! 7. [`CapOutput`]: (on the way back, before 6) long output is cut, with a marker.
-//! 8. [`Execute`]: the sandbox runs the module under the manifest's limits.
+//! 8. [`Execute`]: the sandbox runs the module under the manifest's limits, with the host
+//!    services the call was granted ([`WEB_FETCH`], [`LLM_CHAT`]; see [`ServicesConfig`]).
 //!
 //! Every layer shares one error type, [`ExecError`], reserved for calls that could not run.
 //! A tool that ran and failed (a tool error, a trap, an exceeded limit, invalid output) is a
@@ -31,6 +32,7 @@ mod host_tool;
 mod pipeline;
 mod resolve;
 mod schema;
+mod services;
 mod validate_id;
 mod validate_input;
 mod validate_output;
@@ -61,6 +63,9 @@ pub use crate::{
     host_tool::{HOST_ENGINE, HOST_TOOL_URL, HandlerError, HostTool, ToolHandler},
     pipeline::{Pipeline, pipeline},
     resolve::{Resolve, ResolveLayer, Resolver},
+    services::{
+        HttpClient, HttpRequest, HttpResponse, LLM_CHAT, LlmEndpoint, ServicesConfig, WEB_FETCH,
+    },
     validate_id::{ValidateId, ValidateIdLayer},
     validate_input::{ValidateInput, ValidateInputLayer},
     validate_output::{ValidateOutput, ValidateOutputLayer},

@@ -23,6 +23,9 @@ pub fn pipeline(config: &ExecConfig) -> Pipeline {
         .layer(RequireApprovalLayer::new(config.approver.clone()))
         .layer(ValidateOutputLayer::new())
         .layer(CapOutputLayer::new(config.output_cap_bytes))
-        .service(Execute::new(config.sandbox.clone(), config.max_limits));
+        .service(
+            Execute::new(config.sandbox.clone(), config.max_limits)
+                .with_services(config.services.clone()),
+        );
     BoxCloneSyncService::new(stack)
 }

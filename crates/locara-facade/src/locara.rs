@@ -3,7 +3,8 @@
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
 use locara_exec::{
-    Approver, ExecConfig, HostTool, Pipeline, Resolver, ToolCall, ToolResult, depth,
+    Approver, ExecConfig, HostTool, HttpClient, LlmEndpoint, Pipeline, Resolver, ServicesConfig,
+    ToolCall, ToolResult, depth,
 };
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, VerifiedArtifact};
@@ -54,6 +55,10 @@ pub struct LocaraConfig {
     /// Tools the host implements in-process; they are callable whatever the app manifest
     /// declares (the host registered them), within the app's grants.
     pub host_tools: Vec<HostTool>,
+    /// What wasm tools' host services use: by default `locara-http`'s client for `web.fetch`
+    /// (within the hosts the app grants) and no language model, so `llm.chat` is refused until
+    /// [`LocaraConfig::with_llm`] sets one.
+    pub services: ServicesConfig,
 }
 
 impl LocaraConfig {
@@ -71,7 +76,21 @@ impl LocaraConfig {
             approver: None,
             receipt_key: None,
             host_tools: Vec::new(),
+            services: ServicesConfig::new().with_http(Arc::new(locara_http::HyperClient)),
         }
+    }
+
+    /// Sets the app's language model, the OpenAI-compatible endpoint that tools granted
+    /// `llm.chat` (`text.summarize`, `text.translate`, `text.classify`) ask.
+    pub fn with_llm(mut self, llm: LlmEndpoint) -> LocaraConfig {
+        self.services = self.services.with_llm(llm);
+        self
+    }
+
+    /// Replaces the HTTP client host services send their requests with.
+    pub fn with_http_client(mut self, http: Arc<dyn HttpClient>) -> LocaraConfig {
+        self.services = self.services.with_http(http);
+        self
     }
 
     /// Registers an in-process tool (see [`HostTool`]). An id the registry also has is served
@@ -352,7 +371,8 @@ impl Locara {
             host,
         });
         let mut exec = ExecConfig::new(resolver, sandbox, grants.clone())
-            .with_output_cap_bytes(config.output_cap_bytes);
+            .with_output_cap_bytes(config.output_cap_bytes)
+            .with_services(config.services.clone());
         if let Some(approver) = &config.approver {
             exec = exec.with_approver(Arc::clone(approver));
         }

@@ -17,13 +17,15 @@
 
 use std::sync::Arc;
 
-use http_body_util::{BodyExt as _, Full, Limited};
-use hyper::{Request, StatusCode, Uri, body::Bytes, header};
+use http_body_util::{BodyExt as _, Full};
+use hyper::{Request, StatusCode, body::Bytes, header};
 use hyper_util::rt::TokioIo;
-use locara_facade::{HandlerError, HostTool, ToolHandler, ToolManifest};
+use locara_exec::{HandlerError, HostTool, HttpClient, HttpRequest, HttpResponse, ToolHandler};
 use locara_manifest::NetAccess;
+use locara_manifest::ToolManifest;
 use serde::Deserialize;
 use serde_json::Value;
+use url::Url;
 
 /// Why a provider manifest cannot make a tool.
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +66,7 @@ pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
     })?;
     let endpoint: Endpoint = serde_json::from_value(endpoint)
         .map_err(|e| Error::Manifest(format!("`endpoint`: {e}")))?;
-    let url: Uri = endpoint.url.parse().map_err(|e| Error::Endpoint {
+    let url = Url::parse(&endpoint.url).map_err(|e| Error::Endpoint {
         url: endpoint.url.clone(),
         reason: format!("{e}"),
     })?;
@@ -72,16 +74,19 @@ pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
         url: endpoint.url.clone(),
         reason: reason.to_owned(),
     };
-    match url.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
+    match url.scheme() {
+        "http" => {}
+        "https" => {
             return Err(bad(
                 "https needs TLS, which this build does not have; use an http endpoint on a trusted network, e.g. loopback",
             ));
         }
         _ => return Err(bad("the scheme must be http")),
     }
-    let host = url.host().ok_or_else(|| bad("it has no host"))?.to_owned();
+    let host = url
+        .host_str()
+        .ok_or_else(|| bad("it has no host"))?
+        .to_owned();
     let placeholder = HostTool::manifest_template(
         "placeholder"
             .parse()
@@ -104,7 +109,6 @@ pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
     let max_bytes = manifest.limits().output_bytes;
     let handler = Arc::new(HttpHandler {
         url,
-        host,
         max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
     });
     HostTool::new(manifest, handler).map_err(|e| Error::Manifest(e.to_string()))
@@ -113,81 +117,56 @@ pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
 /// POSTs each call to the endpoint.
 #[derive(Debug)]
 struct HttpHandler {
-    url: Uri,
-    host: String,
+    url: Url,
     max_bytes: usize,
 }
 
 #[async_trait::async_trait]
 impl ToolHandler for HttpHandler {
     async fn call(&self, arguments: Value) -> Result<Value, HandlerError> {
-        let unreachable = |e: &dyn std::fmt::Display| {
-            HandlerError::new(
-                format!("the endpoint {} could not be reached: {e}", self.url),
-                "the provider may be down; try again later, or tell the user",
-            )
-        };
-        let port = self.url.port_u16().unwrap_or(80);
-        let stream = tokio::net::TcpStream::connect((self.host.as_str(), port))
-            .await
-            .map_err(|e| unreachable(&e))?;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| unreachable(&e))?;
-        // The connection is driven by its own task, which ends with the call (dropping the
-        // sender closes it); an aborted call aborts the handler and drops both.
-        tokio::spawn(connection);
-        let body = serde_json::to_vec(&arguments).unwrap_or_default();
-        let path = self
-            .url
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_owned();
-        let authority = self
-            .url
-            .authority()
-            .map_or(self.host.clone(), |a| a.to_string());
-        let request = Request::post(path)
-            .header(header::HOST, authority)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| unreachable(&e))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| unreachable(&e))?;
-        let status = response.status();
-        let location = response
-            .headers()
-            .get(header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let bytes = Limited::new(response.into_body(), self.max_bytes)
-            .collect()
+        let request = HttpRequest::post(
+            self.url.clone(),
+            vec![
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("accept".to_owned(), "application/json".to_owned()),
+            ],
+            serde_json::to_vec(&arguments).unwrap_or_default(),
+        );
+        // One byte more than the limit tells "exactly at the limit" from "over it".
+        let response = HyperClient
+            .send(request, self.max_bytes.saturating_add(1))
             .await
             .map_err(|e| {
                 HandlerError::new(
-                    format!(
-                        "the endpoint {}'s response is larger than the tool's output limit ({} bytes): {e}",
-                        self.url, self.max_bytes
-                    ),
-                    "ask for less at once: narrow the request or split it into smaller calls",
+                    format!("the endpoint {} could not be reached: {e}", self.url),
+                    "the provider may be down; try again later, or tell the user",
                 )
-            })?
-            .to_bytes();
+            })?;
+        let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::BAD_GATEWAY);
+        if response.truncated || response.body.len() > self.max_bytes {
+            return Err(HandlerError::new(
+                format!(
+                    "the endpoint {}'s response is larger than the tool's output limit ({} bytes)",
+                    self.url, self.max_bytes
+                ),
+                "ask for less at once: narrow the request or split it into smaller calls",
+            ));
+        }
         if status.is_redirection() {
             return Err(HandlerError::new(
                 format!(
                     "the endpoint {} answered {status} to {}; providers do not follow redirects",
                     self.url,
-                    location.as_deref().unwrap_or("an unnamed location")
+                    response.header("location").unwrap_or("an unnamed location")
                 ),
                 "the provider's manifest names an outdated URL; tell the user",
             ));
         }
         if !status.is_success() {
-            let text: String = String::from_utf8_lossy(&bytes).chars().take(500).collect();
+            let text: String = String::from_utf8_lossy(&response.body)
+                .chars()
+                .take(500)
+                .collect();
             return Err(HandlerError::new(
                 format!(
                     "the endpoint {} answered {status}: {}",
@@ -197,7 +176,7 @@ impl ToolHandler for HttpHandler {
                 hint(status),
             ));
         }
-        serde_json::from_slice(&bytes).map_err(|e| {
+        serde_json::from_slice(&response.body).map_err(|e| {
             HandlerError::new(
                 format!(
                     "the endpoint {} answered with a body that is not JSON: {e}",
@@ -206,6 +185,88 @@ impl ToolHandler for HttpHandler {
                 "this is a bug in the provider; report it",
             )
         })
+    }
+}
+
+/// An [`HttpClient`] on hyper: one HTTP/1.1 connection per request, plain `http` only (this
+/// build has no TLS), no redirects followed, the body read up to the limit and cut there.
+///
+/// It is what a [`provider`] tool and the host services of wasm tools (`web.fetch`,
+/// `llm.chat`) send their requests with.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HyperClient;
+
+#[async_trait::async_trait]
+impl HttpClient for HyperClient {
+    async fn send(&self, request: HttpRequest, max_bytes: usize) -> Result<HttpResponse, String> {
+        let url = &request.url;
+        if url.scheme() != "http" {
+            return Err(format!(
+                "`{url}` is not an http URL (this build has no TLS)"
+            ));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| format!("`{url}` has no host"))?;
+        let port = url.port_or_known_default().unwrap_or(80);
+        let connect_host = host.trim_start_matches('[').trim_end_matches(']');
+        let stream = tokio::net::TcpStream::connect((connect_host, port))
+            .await
+            .map_err(|e| e.to_string())?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+        // The connection is driven by its own task, which ends with the request (dropping the
+        // sender closes it); a dropped call drops both.
+        tokio::spawn(connection);
+        let path = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        let mut builder = Request::builder()
+            .method(request.method)
+            .uri(path)
+            .header(header::HOST, authority)
+            .header(
+                header::USER_AGENT,
+                concat!("locara/", env!("CARGO_PKG_VERSION")),
+            );
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let request = builder
+            .body(Full::new(Bytes::from(request.body)))
+            .map_err(|e| e.to_string())?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        let mut body = response.into_body();
+        let mut bytes = Vec::new();
+        let mut truncated = false;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| e.to_string())?;
+            if let Ok(data) = frame.into_data() {
+                let room = max_bytes - bytes.len();
+                if data.len() > room {
+                    bytes.extend_from_slice(&data[..room]);
+                    truncated = true;
+                    break;
+                }
+                bytes.extend_from_slice(&data);
+            }
+        }
+        Ok(HttpResponse::new(status, headers, bytes, truncated))
     }
 }
 

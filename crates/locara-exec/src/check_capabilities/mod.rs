@@ -91,26 +91,44 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
             ));
         }
     }
+    let app_hosts = &grants.net.allowed_hosts;
     for host in &manifest.wasi_imports.net.allowed_hosts {
-        if !grants.net.allowed_hosts.contains(host) {
+        if host == "*" && app_hosts.is_empty() {
+            return Err(denied(
+                "network access (to any host the app allows)".to_owned(),
+                "was not given: the app allows no network hosts (`grants.net.allowed_hosts`)"
+                    .to_owned(),
+            ));
+        }
+        if host != "*" && !crate::services::host_allowed(app_hosts, host) {
             return Err(denied(
                 format!("network access to {host}"),
                 "is not among the app's allowed hosts".to_owned(),
             ));
         }
     }
-    // An in-process tool (an HTTP provider, say) makes its own connections; a wasm tool gets
-    // no sockets from this sandbox.
-    let in_process = matches!(call.tool, crate::ResolvedTool::Host(_));
-    if !in_process && !manifest.wasi_imports.net.allowed_hosts.is_empty() {
-        return Err(denied(
-            "network access".to_owned(),
-            "this version of the sandbox does not provide to wasm tools".to_owned(),
-        ));
-    }
+    Ok(Grant {
+        workspace: workspace(call, grants, &denied)?,
+        hosts: crate::services::effective_hosts(
+            &manifest.wasi_imports.net.allowed_hosts,
+            app_hosts,
+        ),
+        llm: manifest
+            .capability_requirements
+            .iter()
+            .any(|s| s == crate::services::LLM_CHAT),
+    })
+}
 
+/// The workspace directory the call gets, if its tool asks for one.
+fn workspace(
+    call: &ResolvedCall,
+    grants: &Grants,
+    denied: &dyn Fn(String, String) -> ExecError,
+) -> Result<Option<(std::path::PathBuf, DirPerms)>, ExecError> {
+    let manifest = call.tool.manifest();
     let wants_write = match manifest.wasi_imports.fs.user_dir {
-        UserDirAccess::None => return Ok(Grant::default()),
+        UserDirAccess::None => return Ok(None),
         UserDirAccess::Read => false,
         UserDirAccess::ReadWrite => true,
     };
@@ -132,7 +150,7 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
             .collect::<Vec<_>>();
         let has_files = crate::execute::file_arguments(manifest).next().is_some();
         if has_files && !wants_write && by_path.is_empty() {
-            return Ok(Grant::default());
+            return Ok(None);
         }
         if let Some(name) = by_path.first() {
             return Err(denied(
@@ -182,9 +200,7 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
     } else {
         DirPerms::ReadOnly
     };
-    Ok(Grant {
-        workspace: Some((dir, perms)),
-    })
+    Ok(Some((dir, perms)))
 }
 
 /// The tier's wire name, e.g. `side_effecting`.

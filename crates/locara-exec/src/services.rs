@@ -1,0 +1,462 @@
+//! The host services a wasm tool may call (through the sandbox's `locara_host` imports), and
+//! who may call which.
+//!
+//! - [`WEB_FETCH`] fetches a URL with `GET`. The tool's `net.allowed_hosts` is what it asks for
+//!   and the app's grants bound it (`"*"` in the tool means "whatever the app allows"; the
+//!   composition rule refuses a tool asking for more); every URL, and every redirect, is
+//!   checked against that list before a connection is made. The body is cut at the tool's
+//!   `output_bytes` limit (or the smaller `max_bytes` the tool asks for).
+//! - [`LLM_CHAT`] asks the app's language model, an OpenAI-compatible chat-completions
+//!   endpoint the host configures ([`LlmEndpoint`]). The tool must list `llm.chat` in its
+//!   `capability_requirements` and the app must grant it.
+//!
+//! This module decides and speaks JSON; the bytes go over an [`HttpClient`] the host supplies
+//! (`locara-http` has one), so the pipeline itself opens no sockets.
+//!
+//! Both request formats are in `docs/tool-abi.md` § Host services.
+
+use std::{fmt, sync::Arc, time::Duration};
+
+use locara_sandbox::{CancelToken, HostServices, ServiceCall, ServiceError};
+use serde_json::{Value, json};
+use url::Url;
+
+/// The service that fetches a URL.
+pub const WEB_FETCH: &str = "web.fetch";
+/// The service that asks the app's language model.
+pub const LLM_CHAT: &str = "llm.chat";
+
+/// How many redirects [`WEB_FETCH`] follows, each checked against the allow-list.
+const MAX_REDIRECTS: usize = 5;
+/// The most bytes of a language model's answer read.
+const LLM_MAX_BYTES: usize = 4 << 20;
+
+/// One HTTP request a host service makes.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpRequest {
+    /// `GET` or `POST`.
+    pub method: &'static str,
+    /// An absolute `http` URL, already checked against the call's allow-list.
+    pub url: Url,
+    /// Extra headers (`Host` is the client's job).
+    pub headers: Vec<(String, String)>,
+    /// The body (empty for `GET`).
+    pub body: Vec<u8>,
+}
+
+impl HttpRequest {
+    /// A `GET` of `url`.
+    pub fn get(url: Url, headers: Vec<(String, String)>) -> HttpRequest {
+        HttpRequest {
+            method: "GET",
+            url,
+            headers,
+            body: Vec::new(),
+        }
+    }
+
+    /// A `POST` of `body` to `url`.
+    pub fn post(url: Url, headers: Vec<(String, String)>, body: Vec<u8>) -> HttpRequest {
+        HttpRequest {
+            method: "POST",
+            url,
+            headers,
+            body,
+        }
+    }
+}
+
+/// The answer to an [`HttpRequest`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// The headers, names in lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The body, at most the `max_bytes` asked for.
+    pub body: Vec<u8>,
+    /// Whether the body was longer than `max_bytes` and was cut.
+    pub truncated: bool,
+}
+
+impl HttpResponse {
+    /// A response with `status`, `headers` (names in lowercase) and `body`.
+    pub fn new(
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        truncated: bool,
+    ) -> HttpResponse {
+        HttpResponse {
+            status,
+            headers,
+            body,
+            truncated,
+        }
+    }
+
+    /// The first header named `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Sends the HTTP requests host services make. It must follow no redirect (the service checks
+/// each one) and read no more than `max_bytes` of a body.
+#[async_trait::async_trait]
+pub trait HttpClient: Send + Sync + fmt::Debug {
+    /// Sends `request` once; an `Err` is a message saying why there is no response.
+    async fn send(&self, request: HttpRequest, max_bytes: usize) -> Result<HttpResponse, String>;
+}
+
+/// An OpenAI-compatible chat-completions endpoint: the app's language model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LlmEndpoint {
+    /// The API base, e.g. `http://127.0.0.1:8080/v1`; requests go to `<base>/chat/completions`.
+    pub base_url: String,
+    /// The `model` sent with each request.
+    pub model: String,
+    /// Sent as `Authorization: Bearer <key>` when set.
+    pub api_key: Option<String>,
+}
+
+impl LlmEndpoint {
+    /// An endpoint at `base_url` serving `model`, without an API key.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> LlmEndpoint {
+        LlmEndpoint {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+        }
+    }
+
+    /// Sets the API key.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> LlmEndpoint {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    fn completions_url(&self) -> Result<Url, String> {
+        let base = self.base_url.trim_end_matches('/');
+        let url = Url::parse(&format!("{base}/chat/completions")).map_err(|e| {
+            format!(
+                "the language model URL `{}` is not a URL: {e}",
+                self.base_url
+            )
+        })?;
+        if url.scheme() != "http" {
+            return Err(format!(
+                "the language model URL `{}` is not http (this build has no TLS)",
+                self.base_url
+            ));
+        }
+        Ok(url)
+    }
+}
+
+/// What the host gives wasm tools: the HTTP client and the language model, when configured.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ServicesConfig {
+    /// How [`WEB_FETCH`] and [`LLM_CHAT`] reach the network; without one, both fail.
+    pub http: Option<Arc<dyn HttpClient>>,
+    /// The app's language model; without one, [`LLM_CHAT`] is refused.
+    pub llm: Option<LlmEndpoint>,
+}
+
+impl ServicesConfig {
+    /// No HTTP client and no language model.
+    pub fn new() -> ServicesConfig {
+        ServicesConfig::default()
+    }
+
+    /// Sets the HTTP client.
+    pub fn with_http(mut self, http: Arc<dyn HttpClient>) -> ServicesConfig {
+        self.http = Some(http);
+        self
+    }
+
+    /// Sets the language model.
+    pub fn with_llm(mut self, llm: LlmEndpoint) -> ServicesConfig {
+        self.llm = Some(llm);
+        self
+    }
+}
+
+/// Whether `host` is allowed by `allowed` (host names, or `*` for any).
+pub(crate) fn host_allowed(allowed: &[String], host: &str) -> bool {
+    allowed
+        .iter()
+        .any(|a| a == "*" || a.eq_ignore_ascii_case(host))
+}
+
+/// The hosts a call may fetch from: what the tool asks for, bounded by the app's grants.
+pub(crate) fn effective_hosts(tool: &[String], app: &[String]) -> Vec<String> {
+    if tool.iter().any(|h| h == "*") {
+        app.to_vec()
+    } else {
+        tool.iter()
+            .filter(|h| host_allowed(app, h))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The services of one call.
+#[derive(Debug)]
+pub(crate) struct CallServices {
+    pub(crate) runtime: tokio::runtime::Handle,
+    pub(crate) config: ServicesConfig,
+    /// The tool, for messages (`id@version`).
+    pub(crate) tool: String,
+    /// The hosts [`WEB_FETCH`] may reach; empty when the tool asked for no network.
+    pub(crate) hosts: Vec<String>,
+    /// Whether the tool may use [`LLM_CHAT`] (it asked, and the app granted).
+    pub(crate) llm: bool,
+    /// The most bytes of a fetched body.
+    pub(crate) max_bytes: usize,
+}
+
+impl HostServices for CallServices {
+    fn call(
+        &self,
+        service: &str,
+        request: &[u8],
+        call: &ServiceCall,
+    ) -> Result<Vec<u8>, ServiceError> {
+        let request: Value = serde_json::from_slice(request).map_err(|e| {
+            ServiceError::Failed(format!("the request to `{service}` is not JSON: {e}"))
+        })?;
+        let work = async {
+            match service {
+                WEB_FETCH => self.fetch(&request).await,
+                LLM_CHAT => self.chat(&request).await,
+                other => Err(ServiceError::Denied(format!(
+                    "there is no host service `{other}`; the services are `{WEB_FETCH}` and `{LLM_CHAT}`"
+                ))),
+            }
+        };
+        let deadline = tokio::time::Instant::from_std(call.deadline);
+        let answer = self.runtime.block_on(async {
+            tokio::select! {
+                answer = work => answer,
+                () = tokio::time::sleep_until(deadline) => Err(ServiceError::DeadlineExceeded),
+                () = cancelled(&call.cancel) => Err(ServiceError::Cancelled),
+            }
+        })?;
+        Ok(answer.to_string().into_bytes())
+    }
+}
+
+/// Resolves when `cancel` is cancelled.
+async fn cancelled(cancel: &CancelToken) {
+    while !cancel.is_cancelled() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+impl CallServices {
+    fn http(&self) -> Result<&Arc<dyn HttpClient>, ServiceError> {
+        self.config.http.as_ref().ok_or_else(|| {
+            ServiceError::Failed("the host was set up without an HTTP client".to_owned())
+        })
+    }
+
+    /// Checks `url` against the call's allow-list.
+    fn check_url(&self, url: &Url, why: &str) -> Result<(), ServiceError> {
+        if url.scheme() != "http" {
+            return Err(ServiceError::Denied(format!(
+                "{why} `{url}` is not an http URL (this build fetches plain http only)"
+            )));
+        }
+        let host = url.host_str().unwrap_or("");
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if self.hosts.is_empty() {
+            return Err(ServiceError::Denied(format!(
+                "{} declares no network access (`net.allowed_hosts`), so it may not fetch {why} `{url}`",
+                self.tool
+            )));
+        }
+        if !host_allowed(&self.hosts, host) {
+            return Err(ServiceError::Denied(format!(
+                "{why} `{url}` is on host `{host}`, which is not among the hosts {} may reach ({})",
+                self.tool,
+                self.hosts.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    async fn fetch(&self, request: &Value) -> Result<Value, ServiceError> {
+        let bad = |m: String| ServiceError::Failed(m);
+        let text = request["url"]
+            .as_str()
+            .ok_or_else(|| bad("a `web.fetch` request needs a string `url`".to_owned()))?;
+        let mut url =
+            Url::parse(text).map_err(|e| bad(format!("`{text}` is not an absolute URL: {e}")))?;
+        let max_bytes = request["max_bytes"].as_u64().map_or(self.max_bytes, |m| {
+            usize::try_from(m).unwrap_or(usize::MAX).min(self.max_bytes)
+        });
+        self.check_url(&url, "the URL")?;
+        let http = self.http()?;
+        let mut redirects = Vec::new();
+        loop {
+            let request =
+                HttpRequest::get(url.clone(), vec![("accept".to_owned(), "*/*".to_owned())]);
+            let response = http
+                .send(request, max_bytes)
+                .await
+                .map_err(|e| ServiceError::Failed(format!("fetching `{url}` failed: {e}")))?;
+            let location = response.header("location").map(str::to_owned);
+            match location {
+                Some(location) if (300..400).contains(&response.status) => {
+                    if redirects.len() == MAX_REDIRECTS {
+                        return Err(ServiceError::Failed(format!(
+                            "`{text}` redirected more than {MAX_REDIRECTS} times"
+                        )));
+                    }
+                    let next = url.join(&location).map_err(|e| {
+                        bad(format!(
+                            "`{url}` redirected to `{location}`, which is not a URL: {e}"
+                        ))
+                    })?;
+                    self.check_url(&next, &format!("`{url}` redirected to"))?;
+                    redirects.push(Value::String(next.to_string()));
+                    url = next;
+                }
+                _ => {
+                    use base64::Engine as _;
+                    return Ok(json!({
+                        "status": response.status,
+                        "url": url.as_str(),
+                        "redirects": redirects,
+                        "content_type": response.header("content-type"),
+                        "truncated": response.truncated,
+                        "body_base64": base64::engine::general_purpose::STANDARD.encode(&response.body),
+                    }));
+                }
+            }
+        }
+    }
+
+    async fn chat(&self, request: &Value) -> Result<Value, ServiceError> {
+        if !self.llm {
+            return Err(ServiceError::Denied(format!(
+                "{} does not list `{LLM_CHAT}` in its capability_requirements",
+                self.tool
+            )));
+        }
+        let Some(endpoint) = &self.config.llm else {
+            return Err(ServiceError::Denied(
+                "the app configured no language model (an OpenAI-compatible endpoint: `--llm URL` on the CLI, `LocaraConfig::with_llm` in a host)"
+                    .to_owned(),
+            ));
+        };
+        let Some(messages) = request.get("messages").filter(|m| m.is_array()) else {
+            return Err(ServiceError::Failed(
+                "an `llm.chat` request needs a `messages` array".to_owned(),
+            ));
+        };
+        let mut body = json!({"model": endpoint.model, "messages": messages, "stream": false});
+        for key in [
+            "max_tokens",
+            "temperature",
+            "response_format",
+            "stop",
+            "seed",
+        ] {
+            if let Some(value) = request.get(key) {
+                body[key] = value.clone();
+            }
+        }
+        let url = endpoint.completions_url().map_err(ServiceError::Failed)?;
+        let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        if let Some(key) = &endpoint.api_key {
+            headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+        }
+        let request = HttpRequest::post(url.clone(), headers, body.to_string().into_bytes());
+        let failed = |m: String| ServiceError::Failed(format!("the language model at `{url}` {m}"));
+        let response = self
+            .http()?
+            .send(request, LLM_MAX_BYTES)
+            .await
+            .map_err(|e| failed(format!("could not be reached: {e}")))?;
+        if !(200..300).contains(&response.status) {
+            let text: String = String::from_utf8_lossy(&response.body)
+                .chars()
+                .take(500)
+                .collect();
+            return Err(failed(format!(
+                "answered {}: {}",
+                response.status,
+                text.trim()
+            )));
+        }
+        let answer: Value = serde_json::from_slice(&response.body)
+            .map_err(|e| failed(format!("answered with a body that is not JSON: {e}")))?;
+        let choice = &answer["choices"][0];
+        let Some(content) = choice["message"]["content"].as_str() else {
+            return Err(failed(format!(
+                "answered without `choices[0].message.content`: {answer}"
+            )));
+        };
+        Ok(json!({
+            "content": content,
+            "finish_reason": choice["finish_reason"],
+            "model": answer["model"],
+            "usage": answer["usage"],
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(list: &[&str]) -> Vec<String> {
+        list.iter().map(|h| (*h).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_tools_hosts_are_bounded_by_the_apps() {
+        let app = hosts(&["api.example.com", "127.0.0.1"]);
+        assert_eq!(
+            effective_hosts(&hosts(&["127.0.0.1", "evil.example"]), &app),
+            hosts(&["127.0.0.1"])
+        );
+        // "*" in the tool means whatever the app allows, and nothing when it allows nothing.
+        assert_eq!(effective_hosts(&hosts(&["*"]), &app), app);
+        assert!(effective_hosts(&hosts(&["*"]), &[]).is_empty());
+        // "*" in the app allows every host the tool names.
+        assert_eq!(
+            effective_hosts(&hosts(&["a.example"]), &hosts(&["*"])),
+            hosts(&["a.example"])
+        );
+    }
+
+    #[test]
+    fn hosts_match_whole_names_ignoring_case() {
+        let allowed = hosts(&["example.com"]);
+        assert!(host_allowed(&allowed, "EXAMPLE.com"));
+        assert!(!host_allowed(&allowed, "api.example.com"));
+        assert!(!host_allowed(&allowed, "example.com.evil"));
+        assert!(!host_allowed(&[], "example.com"));
+    }
+
+    #[test]
+    fn the_llm_url_must_be_http() {
+        let url = LlmEndpoint::new("http://127.0.0.1:8080/v1/", "m").completions_url();
+        assert_eq!(
+            url.unwrap().as_str(),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+        let tls = LlmEndpoint::new("https://api.example.com/v1", "m").completions_url();
+        assert!(tls.unwrap_err().contains("no TLS"));
+    }
+}
