@@ -30,3 +30,5 @@ mod media_transcribe;
 mod mcp_server;
 // An external MCP server (Python SDK) as a backend: its tools behind Locara's pipeline.
 mod mcp_backend;
+// Host services for wasm tools: web.fetch on loopback, text tools against a real local model.
+mod host_services;

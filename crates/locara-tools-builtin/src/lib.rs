@@ -27,11 +27,19 @@
 //! | `pdf.split`          | `pdf-split`          | [`pdf_split`]          |
 //! | `ocr`                | `ocr`                | [`ocr()`] (models in `/models`) |
 //! | `audio.transcribe`   | `audio-transcribe`   | [`audio_transcribe::run`] |
+//! | `web.fetch`          | `web-fetch`          | [`web_fetch`] (host service) |
+//! | `text.summarize`     | `text-summarize`     | [`text_summarize`] (host service) |
+//! | `text.translate`     | `text-translate`     | [`text_translate`] (host service) |
+//! | `text.classify`      | `text-classify`      | [`text_classify`] (host service) |
+//!
+//! The last four ask the host for what the sandbox cannot give (the network, the app's
+//! language model) through [`host`]; the host decides from the manifest and the app's grants.
 
 pub mod abi;
 pub mod audio_transcribe;
 pub mod blob;
 pub mod code_exec_lua;
+pub mod host;
 
 mod audio_detect_silence;
 mod bash_read_only;
@@ -49,18 +57,31 @@ mod pdf;
 mod pdf_extract_text;
 mod pdf_split;
 mod text_chunk;
+mod text_llm;
 mod walk;
+mod web_fetch;
 
 #[cfg(test)]
 mod tests;
 
 pub use crate::{
-    audio_detect_silence::run as audio_detect_silence, bash_read_only::run as bash_read_only,
-    file_edit::run as file_edit, filesystem_list::run as filesystem_list,
-    filesystem_read::run as filesystem_read, filesystem_search::run as filesystem_search,
-    filesystem_write::run as filesystem_write, image_format_convert::run as image_format_convert,
-    image_resize::run as image_resize, ocr::run as ocr, pdf_extract_text::run as pdf_extract_text,
-    pdf_split::run as pdf_split, text_chunk::run as text_chunk,
+    audio_detect_silence::run as audio_detect_silence,
+    bash_read_only::run as bash_read_only,
+    file_edit::run as file_edit,
+    filesystem_list::run as filesystem_list,
+    filesystem_read::run as filesystem_read,
+    filesystem_search::run as filesystem_search,
+    filesystem_write::run as filesystem_write,
+    image_format_convert::run as image_format_convert,
+    image_resize::run as image_resize,
+    ocr::run as ocr,
+    pdf_extract_text::run as pdf_extract_text,
+    pdf_split::run as pdf_split,
+    text_chunk::run as text_chunk,
+    text_llm::{
+        classify as text_classify, summarize as text_summarize, translate as text_translate,
+    },
+    web_fetch::run as web_fetch,
 };
 
 /// Condenses a (multi-line) regex error into its last, most specific line.
