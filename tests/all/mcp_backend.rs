@@ -13,11 +13,18 @@ use serde_json::json;
 
 use crate::mcp_server::python;
 
+fn server_script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/server.py")
+}
+
 async fn locara(home: &TestHome) -> Locara {
-    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/server.py");
     let mut command = tokio::process::Command::new(python());
-    command.arg(server);
+    command.arg(server_script());
     let backend = McpBackend::connect_stdio("py", command).await.unwrap();
+    with_backend(home, &backend).await
+}
+
+async fn with_backend(home: &TestHome, backend: &McpBackend) -> Locara {
     let mut config = LocaraConfig::new(home.path())
         .with_engine(BackendKind::Wasmtime)
         .with_grants(Grants::new().with_max_safety_tier(SafetyTier::Privileged))
@@ -113,4 +120,66 @@ async fn an_mcp_servers_tools_are_searched_described_and_run() {
         .await;
     assert!(chain.ok, "{chain:?}");
     assert_eq!(chain.steps[1].output, Some(json!({"result": 15})));
+}
+
+/// The same server over streamable HTTP on loopback: a process the test starts, reached by URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_over_streamable_http_is_a_backend_too() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = tokio::process::Command::new(python())
+        .arg(server_script())
+        .args(["--http", &port.to_string()])
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Ready when it accepts connections (uvicorn starts in about a second).
+    let started = std::time::Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the MCP server did not start"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let backend = McpBackend::connect_http("web", &url).await.unwrap();
+    let home = TestHome::new();
+    let locara = with_backend(&home, &backend).await;
+    assert_eq!(
+        locara.describe("web.add").unwrap().summary.safety_tier,
+        "read_only"
+    );
+    let sum = locara
+        .run(RunRequest::new("web.add", json!({"a": 20, "b": 22})))
+        .await
+        .unwrap();
+    assert_eq!(sum.output, Some(json!({"result": 42})), "{:?}", sum.error);
+    let failed = locara
+        .run(RunRequest::new("web.fail", json!({"reason": "no"})))
+        .await
+        .unwrap();
+    let error = failed.error.unwrap();
+    assert_eq!(error.code, "tool_error");
+    assert!(error.message.contains("refused: no"), "{error:?}");
+    let error = locara
+        .run(RunRequest::new("web.add", json!({"a": "x", "b": 1})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "invalid_input");
+
+    // Not http: refused before anything is sent.
+    let tls = McpBackend::connect_http("web", "https://127.0.0.1:1/mcp")
+        .await
+        .unwrap_err();
+    assert!(tls.to_string().contains("TLS"), "{tls}");
+    server.kill().await.unwrap();
 }

@@ -1,6 +1,7 @@
 """A small MCP server on the official Python SDK (PyPI `mcp`, FastMCP), for tests/all/mcp_backend.rs.
 
-Run over stdio: `server.py`. Its tools cover what Locara's MCP backend maps: a read-only tool
+Run over stdio: `server.py`; over streamable HTTP at `http://127.0.0.1:PORT/mcp`:
+`server.py --http PORT`. Its tools cover what Locara's MCP backend maps: a read-only tool
 with structured output (`add`), a read-only tool with plain text output (`shout`), a tool that
 fails (`fail`), and one without annotations, which MCP defaults to destructive (`wipe`).
 """
@@ -38,4 +39,12 @@ def wipe(target: str) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run()
+    import sys
+
+    if sys.argv[1:2] == ["--http"]:
+        mcp.settings.host = "127.0.0.1"
+        mcp.settings.port = int(sys.argv[2])
+        mcp.settings.log_level = "WARNING"
+        mcp.run(transport="streamable-http")
+    else:
+        mcp.run()

@@ -185,9 +185,17 @@ fn capabilities_text(capabilities: &Value) -> String {
             items.join(", ")
         }
     };
+    let hosts = &imports["net"]["allowed_hosts"];
+    let network = if hosts
+        .as_array()
+        .is_some_and(|h| h.contains(&Value::from("*")))
+    {
+        "any host the app allows (--allow-host HOST), through web.fetch".to_owned()
+    } else {
+        list(hosts)
+    };
     format!(
-        "  workspace:     {workspace}\n  network:       {}\n  host services: {}\n",
-        list(&imports["net"]["allowed_hosts"]),
+        "  workspace:     {workspace}\n  network:       {network}\n  host services: {}\n",
         list(&capabilities["capability_requirements"]),
     )
 }

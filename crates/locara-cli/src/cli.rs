@@ -135,6 +135,33 @@ pub(crate) struct Cli {
     #[arg(long = "provider", global = true, value_name = "FILE")]
     pub(crate) providers: Vec<PathBuf>,
 
+    /// A network host tools may fetch from with `web.fetch` (a host name or IP address, any
+    /// port; `*` for any host); without an app manifest only these are granted (repeatable)
+    #[arg(long = "allow-host", global = true, value_name = "HOST")]
+    pub(crate) allow_hosts: Vec<String>,
+
+    /// The app's language model: the base URL of an OpenAI-compatible API, e.g.
+    /// http://127.0.0.1:8080/v1, asked by tools granted `llm.chat` (text.summarize,
+    /// text.translate, text.classify); LOCARA_LLM_API_KEY is sent as its bearer token
+    #[arg(long, global = true, value_name = "URL", env = "LOCARA_LLM_URL")]
+    pub(crate) llm: Option<String>,
+
+    /// The model named in requests to --llm
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        default_value = "default",
+        env = "LOCARA_LLM_MODEL"
+    )]
+    pub(crate) llm_model: String,
+
+    /// An MCP server whose tools join the catalog as `NAME.<tool>`: NAME=http://HOST:PORT/mcp
+    /// (streamable HTTP) or NAME=COMMAND [ARG…] (a process spoken to over stdio; split at
+    /// spaces) (repeatable)
+    #[arg(long = "mcp", global = true, value_name = "NAME=SERVER")]
+    pub(crate) mcp_servers: Vec<String>,
+
     /// Approve every privileged call without asking
     #[arg(long, global = true)]
     pub(crate) yes: bool,

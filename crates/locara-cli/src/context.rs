@@ -3,11 +3,11 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{Arc, OnceLock},
 };
 
 use anyhow::{Context as _, format_err};
-use locara_facade::{AppManifest, FsGrant, Grants, Locara, LocaraConfig, SafetyTier};
+use locara_facade::{AppManifest, FsGrant, Grants, LlmEndpoint, Locara, LocaraConfig, SafetyTier};
 use locara_manifest::NetAccess;
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore};
 
@@ -37,6 +37,12 @@ pub(crate) struct Context {
     approver: Arc<CliApprover>,
     /// `--provider` files.
     providers: Vec<PathBuf>,
+    /// `--allow-host` hosts.
+    allow_hosts: Vec<String>,
+    /// `--llm`, `--llm-model` and `LOCARA_LLM_API_KEY`.
+    llm: Option<LlmEndpoint>,
+    /// `--mcp` servers, as (name, URL or command line).
+    mcp_servers: Vec<(String, String)>,
 }
 
 impl Context {
@@ -67,6 +73,28 @@ impl Context {
                 policy,
             }),
             providers: cli.providers.clone(),
+            mcp_servers: cli
+                .mcp_servers
+                .iter()
+                .map(|spec| {
+                    spec.split_once('=')
+                        .filter(|(name, server)| !name.is_empty() && !server.trim().is_empty())
+                        .map(|(name, server)| (name.to_owned(), server.trim().to_owned()))
+                        .ok_or_else(|| {
+                            format_err!(
+                                "--mcp {spec:?}: expected NAME=http://HOST:PORT/mcp or NAME=COMMAND [ARG…]"
+                            )
+                        })
+                })
+                .collect::<anyhow::Result<_>>()?,
+            allow_hosts: cli.allow_hosts.clone(),
+            llm: cli.llm.as_ref().map(|url| {
+                let endpoint = LlmEndpoint::new(url, &cli.llm_model);
+                match std::env::var("LOCARA_LLM_API_KEY") {
+                    Ok(key) if !key.is_empty() => endpoint.with_api_key(key),
+                    _ => endpoint,
+                }
+            }),
         })
     }
 
@@ -151,6 +179,9 @@ impl Context {
         if let Some(key) = receipt_key {
             config = config.with_receipt_key(key);
         }
+        if let Some(llm) = &self.llm {
+            config = config.with_llm(llm.clone());
+        }
         let mut provider_hosts = Vec::new();
         for file in &self.providers {
             let text = std::fs::read_to_string(file)
@@ -160,13 +191,19 @@ impl Context {
             provider_hosts.extend(tool.manifest().wasi_imports.net.allowed_hosts.clone());
             config = config.with_host_tool(tool);
         }
-        provider_hosts.sort();
-        provider_hosts.dedup();
+        for tool in self.mcp_tools()? {
+            config = config.with_host_tool(tool);
+        }
         match self.app_file.as_deref().map(load_app).transpose()? {
             Some((app, app_dir)) => {
                 if allow_write {
                     eprintln!(
                         "note: --allow-write is ignored: the app manifest's grants decide what tools may write"
+                    );
+                }
+                if !self.allow_hosts.is_empty() {
+                    eprintln!(
+                        "note: --allow-host is ignored: the app manifest's grants decide which hosts tools may reach"
                     );
                 }
                 config = config.with_app(app, app_dir);
@@ -179,16 +216,69 @@ impl Context {
                 if let Some(out) = out {
                     grants = grants.with_fs(FsGrant::new(out).with_write(true));
                 }
-                // The person at the terminal named each provider: its endpoint is granted.
+                // The person at the terminal named each provider and each `--allow-host`: they
+                // are granted, and the language model when `--llm` names one.
+                provider_hosts.extend(self.allow_hosts.iter().cloned());
+                provider_hosts.sort();
+                provider_hosts.dedup();
                 let mut net = NetAccess::new();
                 for host in provider_hosts {
                     net = net.with_host(host);
                 }
                 grants = grants.with_net(net);
+                if self.llm.is_some() {
+                    grants = grants.with_service(locara_facade::LLM_CHAT);
+                }
                 config = config.with_grants(grants);
             }
         }
         Ok(Locara::new(&config)?)
+    }
+}
+
+impl Context {
+    /// Connects to each `--mcp` server and returns its tools.
+    ///
+    /// The connections live on a runtime of their own, kept for the whole process: a command's
+    /// runtime comes and goes, and a call on an MCP tool only sends a message to the
+    /// connection's task, wherever that runs.
+    fn mcp_tools(&self) -> anyhow::Result<Vec<locara_facade::HostTool>> {
+        static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+        if self.mcp_servers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let runtime = match RUNTIME.get() {
+            Some(runtime) => runtime,
+            None => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .context("cannot start the async runtime")?;
+                RUNTIME.get_or_init(|| runtime)
+            }
+        };
+        let mut tools = Vec::new();
+        for (name, server) in &self.mcp_servers {
+            let backend = runtime.block_on(async {
+                if server.starts_with("http://") || server.starts_with("https://") {
+                    locara_mcp::McpBackend::connect_http(name, server).await
+                } else {
+                    let mut words = server.split_whitespace();
+                    let mut command = tokio::process::Command::new(words.next().unwrap_or(""));
+                    command.args(words).stderr(std::process::Stdio::null());
+                    locara_mcp::McpBackend::connect_stdio(name, command).await
+                }
+            });
+            let backend = backend
+                .with_context(|| format!("cannot use the MCP server `{name}` ({server})"))?;
+            tools.extend(
+                runtime
+                    .block_on(backend.host_tools())
+                    .with_context(|| format!("cannot list the tools of the MCP server `{name}`"))?,
+            );
+        }
+        Ok(tools)
     }
 }
 

@@ -28,6 +28,10 @@ const BUILTIN: &[&str] = &[
     "pdf.extract-text",
     "pdf.split",
     "text.chunk",
+    "text.classify",
+    "text.summarize",
+    "text.translate",
+    "web.fetch",
 ];
 
 /// A test home plus a clean working directory (no stray `locara.json` or `.locara`).
@@ -1435,7 +1439,7 @@ fn run_tool_call_answers_in_the_message_format() {
         error["error"]["hint"]
             .as_str()
             .unwrap()
-            .starts_with("did you mean `text_chunk`?"),
+            .starts_with("did you mean `text_chunk`"),
         "{error}"
     );
     assert!(
@@ -1492,17 +1496,7 @@ s = http.server.HTTPServer(("127.0.0.1", 0), H)
 print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
-    let mut child = Command::new("python3")
-        .args(["-c", server])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
+    let (mut child, port) = python_server(server, &[]);
     let manifest = json!({
         "schema_version": 1,
         "id": "remote.add",
@@ -1515,7 +1509,7 @@ s.serve_forever()
             "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
         "output_schema": {"type": "object", "required": ["sum"],
             "properties": {"sum": {"type": "integer"}}},
-        "endpoint": {"url": format!("http://127.0.0.1:{}/add", port.trim())}
+        "endpoint": {"url": format!("http://127.0.0.1:{}/add", port)}
     });
     std::fs::write(cli.path("adder.json"), manifest.to_string()).unwrap();
     let run = cli.run(&[
@@ -1551,4 +1545,101 @@ s.serve_forever()
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn allow_host_lets_web_fetch_reach_a_loopback_server() {
+    let cli = Cli::new();
+    std::fs::write(cli.path("hello.txt"), "hello over http").unwrap();
+    // A real HTTP server on loopback: Python's http.server, serving the test's directory.
+    let server = r#"
+import functools, http.server, sys
+H = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+H.log_message = lambda *a: None
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let (mut child, port) = python_server(server, &[cli.path(".").as_os_str()]);
+    let url = format!("url=http://127.0.0.1:{}/hello.txt", port);
+    let fetched = cli.run(&[
+        "--allow-host",
+        "127.0.0.1",
+        "run",
+        "web.fetch",
+        "--arg",
+        &url,
+    ]);
+    let refused = cli.run(&["run", "web.fetch", "--arg", &url]);
+    let elsewhere = cli.run(&[
+        "--allow-host",
+        "example.com",
+        "run",
+        "web.fetch",
+        "--arg",
+        &url,
+    ]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(fetched.code, 0, "{fetched:#?}");
+    assert_eq!(fetched.json()["text"], "hello over http");
+    assert_eq!(fetched.json()["status"], 200);
+    // Without a grant, refused before the tool runs; with another host, refused by the host.
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("allows no network hosts"),
+        "{refused:#?}"
+    );
+    assert_ne!(elsewhere.code, 0);
+    assert!(
+        elsewhere.stderr.contains("host `127.0.0.1`") && elsewhere.stderr.contains("example.com"),
+        "{elsewhere:#?}"
+    );
+}
+
+#[test]
+fn an_mcp_server_named_with_mcp_joins_the_catalog() {
+    let venv = std::env::var("LOCARA_PY_VENV").unwrap_or_else(|_| "/var/tmp/locara-py".to_owned());
+    let python = Path::new(&venv).join("bin/python");
+    assert!(
+        python.is_file(),
+        "no venv at {venv}: run `bash .ci/test-deps` (it installs the MCP SDK this test's server uses)"
+    );
+    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/mcp/server.py");
+    let spec = format!("py={} {server}", python.display());
+    let cli = Cli::new();
+    let run = cli.expect(
+        0,
+        &[
+            "--mcp", &spec, "run", "py.add", "--arg", "a=2", "--arg", "b=40",
+        ],
+    );
+    assert_eq!(run.json(), json!({"result": 42}));
+    let listed = cli.expect(0, &["--mcp", &spec, "list"]);
+    assert!(listed.stdout.contains("py.wipe"), "{}", listed.stdout);
+    // Not a server: a clear error naming it.
+    let broken = cli.expect(2, &["--mcp", "nope=/nonexistent/server", "list"]);
+    assert!(
+        broken.stderr.contains("cannot use the MCP server `nope`"),
+        "{}",
+        broken.stderr
+    );
+}
+
+/// Starts `python3 -c script args…`, a server that prints its port on its first line; returns
+/// the process and the port.
+fn python_server(script: &str, args: &[&std::ffi::OsStr]) -> (std::process::Child, String) {
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    (child, port.trim().to_owned())
 }

@@ -1,6 +1,8 @@
 //! The other direction: the tools of an external MCP server as Locara tools.
 //!
-//! [`McpBackend::connect_stdio`] starts a server process and speaks MCP to it over its stdio;
+//! [`McpBackend::connect_stdio`] starts a server process and speaks MCP to it over its stdio,
+//! and [`McpBackend::connect_http`] reaches a running server over streamable HTTP (plain
+//! `http`: this build has no TLS);
 //! [`McpBackend::host_tools`] turns each tool it lists into a [`HostTool`], so that it appears
 //! in search, describe, run, batches and chains, behind the same pipeline as a wasm tool: its
 //! arguments are checked against its input schema before the server sees them, its result
@@ -25,11 +27,18 @@ use rmcp::{
     RoleClient, ServiceExt as _,
     model::{CallToolRequestParams, CallToolResult, Tool},
     service::RunningService,
-    transport::TokioChildProcess,
+    transport::{StreamableHttpClientTransport, TokioChildProcess},
 };
 use serde_json::{Value, json};
 
 use crate::Error;
+
+/// Whether `name` can start tool ids.
+fn check_name(name: &str) -> Result<(), Error> {
+    ToolName::new(name)
+        .map(drop)
+        .map_err(|e| Error::InvalidBackend(format!("`{name}`: {e}")))
+}
 
 /// A connection to an external MCP server.
 #[derive(Debug, Clone)]
@@ -49,10 +58,39 @@ impl McpBackend {
         name: &str,
         command: tokio::process::Command,
     ) -> Result<McpBackend, Error> {
-        ToolName::new(name).map_err(|e| Error::InvalidBackend(format!("`{name}`: {e}")))?;
+        check_name(name)?;
         let transport = TokioChildProcess::new(command)
             .map_err(|e| Error::Protocol(format!("cannot start the mcp server `{name}`: {e}")))?;
-        let connection = ().serve(transport).await.map_err(|e| {
+        McpBackend::handshake(name, ().serve(transport).await)
+    }
+
+    /// Connects to the MCP server at `url` (its streamable HTTP endpoint, e.g.
+    /// `http://127.0.0.1:8000/mcp`); `name` prefixes its tool ids. The session ends when the
+    /// last handle to the connection is dropped.
+    ///
+    /// # Errors
+    /// [`Error::InvalidBackend`] for a name that cannot start a tool id or a URL that is not
+    /// `http`, and [`Error::Protocol`] when the server cannot be reached or the handshake fails.
+    pub async fn connect_http(name: &str, url: &str) -> Result<McpBackend, Error> {
+        check_name(name)?;
+        match url.split_once("://") {
+            Some(("http", _)) => {}
+            Some(("https", _)) => {
+                return Err(Error::InvalidBackend(format!(
+                    "`{url}`: https needs TLS, which this build does not have"
+                )));
+            }
+            _ => return Err(Error::InvalidBackend(format!("`{url}` is not an http URL"))),
+        }
+        let transport = StreamableHttpClientTransport::from_uri(url);
+        McpBackend::handshake(name, ().serve(transport).await)
+    }
+
+    fn handshake<E: std::fmt::Display>(
+        name: &str,
+        connection: Result<RunningService<RoleClient, ()>, E>,
+    ) -> Result<McpBackend, Error> {
+        let connection = connection.map_err(|e| {
             Error::Protocol(format!(
                 "the mcp server `{name}` did not complete the handshake: {e}"
             ))

@@ -68,7 +68,11 @@ fn every_tool_is_listed_once_by_id_with_tier_hints() {
         pdf.extract-text read_only=Some(true) destructive=Some(false) output_schema=true
         pdf.split read_only=Some(true) destructive=Some(false) output_schema=true
         test.probe read_only=Some(true) destructive=Some(false) output_schema=true
-        text.chunk read_only=Some(true) destructive=Some(false) output_schema=true"#]]
+        text.chunk read_only=Some(true) destructive=Some(false) output_schema=true
+        text.classify read_only=Some(true) destructive=Some(false) output_schema=true
+        text.summarize read_only=Some(true) destructive=Some(false) output_schema=true
+        text.translate read_only=Some(true) destructive=Some(false) output_schema=true
+        web.fetch read_only=Some(true) destructive=Some(false) output_schema=true"#]]
     .assert_eq(&listing.join("\n"));
 }
 
