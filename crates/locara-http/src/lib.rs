@@ -143,7 +143,8 @@ impl ToolHandler for HttpHandler {
                 )
             })?;
         let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::BAD_GATEWAY);
-        if response.truncated || response.body.len() > self.max_bytes {
+        // A cut body holds `max_bytes + 1` bytes, so the length alone says "too large".
+        if response.body.len() > self.max_bytes {
             return Err(HandlerError::new(
                 format!(
                     "the endpoint {}'s response is larger than the tool's output limit ({} bytes)",
