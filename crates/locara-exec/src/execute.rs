@@ -372,6 +372,17 @@ fn result_of(
                 ),
             )
         }
+        RunStatus::OutputRefused(why) => {
+            let message = format!("{tool} returned no files: {why}");
+            (
+                None,
+                failure(
+                    FailureKind::InvalidOutput,
+                    message,
+                    "a tool must leave its output files as regular files in a real directory; report this tool to its publisher",
+                ),
+            )
+        }
         other => {
             let message = format!("{tool} ended unexpectedly: {other:?}");
             (

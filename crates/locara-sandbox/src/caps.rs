@@ -115,6 +115,12 @@ impl Capabilities {
     /// [`RunOutcome::files`](crate::RunOutcome::files) when the guest exits with code 0, before
     /// the temp dir is removed. They count towards the output limit with stdout; a call whose
     /// files exceed it ends with [`LimitKind::Output`](crate::LimitKind::Output).
+    ///
+    /// The host reaches the files only through the handle it opened on the temp dir when it
+    /// made it, one component at a time and never following a link: when `dir` or one of its
+    /// parents is a symbolic link or not a directory, the call ends with
+    /// [`RunStatus::OutputRefused`](crate::RunStatus::OutputRefused) and returns no files;
+    /// links, devices and FIFOs inside it are skipped.
     pub fn collecting(mut self, dir: impl Into<String>) -> Self {
         self.collect = Some(dir.into());
         self

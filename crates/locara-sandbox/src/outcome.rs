@@ -17,6 +17,11 @@ pub enum RunStatus {
     Trapped(String),
     /// The call was cancelled through its [`CancelToken`](crate::CancelToken).
     Cancelled,
+    /// The guest exited with code 0, but the host refused what it left to collect: the
+    /// collected directory (see [`Capabilities::collecting`](crate::Capabilities::collecting))
+    /// or one of its parents is a symbolic link or not a directory. The host follows no link
+    /// out of the temp dir, so the call returns no files. The message says what was found.
+    OutputRefused(String),
 }
 
 impl RunStatus {

@@ -137,6 +137,7 @@ impl Sandbox {
                     }
                     RunStatus::Trapped(trap) => format!("the guest trapped: {trap}"),
                     RunStatus::Cancelled => "cancelled".to_owned(),
+                    RunStatus::OutputRefused(why) => why,
                 };
                 let stderr = String::from_utf8_lossy(&outcome.stderr);
                 let tail: String = {

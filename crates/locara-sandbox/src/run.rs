@@ -103,27 +103,75 @@ fn check_relative(what: &str, path: &str) -> Result<(), Error> {
     }
 }
 
-/// Reads the regular files under `dir` (relative to `temp`) in path order, refusing more than
-/// `budget` bytes in all; `Ok(None)` when they exceed it. Symlinks and other special files
-/// are skipped: only what the guest wrote is returned, never what a link points at.
-fn collect_files(
-    temp: &Path,
-    dir: &str,
-    budget: u64,
-) -> std::io::Result<Option<Vec<crate::OutputFile>>> {
-    let root = match Dir::open_ambient_dir(temp.join(dir), ambient_authority()) {
-        Ok(root) => root,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(Vec::new())),
-        Err(e) => return Err(e),
+/// Why the host collected no files from a call that succeeded.
+#[derive(Debug)]
+enum Collect {
+    /// The files exceed the output budget.
+    OverBudget,
+    /// The collected directory, or one of its parents, is not a real directory.
+    Refused(String),
+    /// Reading what the guest left failed.
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for Collect {
+    fn from(error: std::io::Error) -> Collect {
+        Collect::Io(error)
+    }
+}
+
+/// Opens `path` (relative, plain components) below `root` one component at a time, never
+/// following a symbolic link: `Ok(None)` when a component does not exist, an error naming the
+/// component when it is a link or not a directory. Nothing the guest planted in the temp dir
+/// can make the host open a directory outside it.
+fn open_dir_beneath(root: &Dir, path: &str) -> Result<Option<Dir>, Collect> {
+    let mut dir = root.try_clone()?;
+    let mut walked = String::new();
+    for name in path.split('/').filter(|c| !c.is_empty()) {
+        walked.push('/');
+        walked.push_str(name);
+        let meta = match dir.symlink_metadata(name) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        if !meta.is_dir() {
+            let what = if meta.is_symlink() {
+                "a symbolic link"
+            } else {
+                "not a directory"
+            };
+            return Err(Collect::Refused(format!(
+                "the tool left {}{walked} as {what}: the host collects output files only from a real directory inside the call's temp dir and follows no links",
+                crate::TEMP_GUEST_PATH
+            )));
+        }
+        // `nofollow`: should the entry have become a link since it was looked at, the open
+        // fails rather than following it.
+        dir = dir.open_dir_nofollow(name)?;
+    }
+    Ok(Some(dir))
+}
+
+/// Reads the regular files under `dir` (relative to the temp dir `temp`) in path order,
+/// refusing more than `budget` bytes in all.
+///
+/// Everything goes through handles below `temp`, opened without following links: `dir` and
+/// its parents must be real directories (else [`Collect::Refused`]), subdirectories that are
+/// links are not entered, and files that are links, devices or FIFOs are skipped. Only what
+/// the guest wrote is returned, never what a link points at.
+fn collect_files(temp: &Dir, dir: &str, budget: u64) -> Result<Vec<crate::OutputFile>, Collect> {
+    let Some(root) = open_dir_beneath(temp, dir)? else {
+        return Ok(Vec::new());
     };
     let mut files = Vec::new();
     let mut left = budget;
     let mut pending = vec![String::new()];
     while let Some(prefix) = pending.pop() {
-        let here = if prefix.is_empty() {
-            root.try_clone()?
-        } else {
-            root.open_dir_nofollow(&prefix)?
+        // Reopened from the collected root, one component at a time: no descriptor is held
+        // per pending directory, however wide the tree.
+        let Some(here) = open_dir_beneath(&root, &prefix)? else {
+            continue;
         };
         let mut names: Vec<String> = here
             .entries()?
@@ -141,16 +189,42 @@ fn collect_files(
                 pending.push(path);
             } else if meta.is_file() {
                 if meta.len() > left {
-                    return Ok(None);
+                    return Err(Collect::OverBudget);
                 }
-                let bytes = here.read(&name)?;
+                let Some(bytes) = read_regular_file(&here, &name, left)? else {
+                    continue;
+                };
                 left = left.saturating_sub(bytes.len() as u64);
                 files.push(crate::OutputFile { path, bytes });
             }
         }
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(Some(files))
+    Ok(files)
+}
+
+/// Reads `name` in `dir` if it is a regular file, opened without following a link: `Ok(None)`
+/// for anything else. More than `budget` bytes is
+/// [`Collect::OverBudget`].
+fn read_regular_file(dir: &Dir, name: &str, budget: u64) -> Result<Option<Vec<u8>>, Collect> {
+    use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
+    use std::io::Read as _;
+
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.read(true).follow(FollowSymlinks::No);
+    // The guest no longer runs, so the entry is still the regular file just looked at; were
+    // it a link now, `nofollow` makes the open fail instead of following it.
+    let file = dir.open_with(name, &options)?;
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(budget.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > budget {
+        return Err(Collect::OverBudget);
+    }
+    Ok(Some(bytes))
 }
 
 /// How the engine's call into `_start` ended, before classification.
@@ -220,11 +294,13 @@ pub(crate) fn finish(
     let stderr = std::mem::take(&mut wasi.stderr);
     let stderr_truncated = wasi.stderr_truncated;
     let mut files = Vec::new();
-    if let (true, Some(dir), Some(temp)) = (status.is_success(), &wasi.collect, &temp) {
-        match collect_files(temp.path(), dir, wasi.output_left()) {
-            Ok(Some(collected)) => files = collected,
-            Ok(None) => status = RunStatus::LimitExceeded(LimitKind::Output),
-            Err(error) => {
+    if let (true, Some(dir), Some(handle)) = (status.is_success(), &wasi.collect, &wasi.temp_handle)
+    {
+        match collect_files(handle, dir, wasi.output_left()) {
+            Ok(collected) => files = collected,
+            Err(Collect::OverBudget) => status = RunStatus::LimitExceeded(LimitKind::Output),
+            Err(Collect::Refused(why)) => status = RunStatus::OutputRefused(why),
+            Err(Collect::Io(error)) => {
                 status = RunStatus::Trapped(format!(
                     "the host could not collect the output files: {error}"
                 ));

@@ -127,6 +127,10 @@ pub(crate) struct WasiCtx {
     temp_root: Option<PathBuf>,
     /// The temp dir, once created; removed by [`crate::run::finish`].
     pub(crate) temp: Option<tempfile::TempDir>,
+    /// A handle on the temp dir, opened when the host created it: the only way the host
+    /// reaches into it after the call ([`crate::run::finish`] collects files through it), so
+    /// that no path the guest could have replaced by a link is ever resolved on the host.
+    pub(crate) temp_handle: Option<Dir>,
     /// The directory under the temp dir whose files [`crate::run::finish`] collects.
     pub(crate) collect: Option<String>,
     /// The host services the guest may call ([`host`]).
@@ -225,6 +229,7 @@ impl WasiCtx {
             stop: None,
             temp_root: setup.temp_root,
             temp: None,
+            temp_handle: None,
             collect: setup.collect,
             services: setup.services,
             pending: None,
@@ -347,6 +352,7 @@ impl WasiCtx {
                 .prefix("locara-call-")
                 .tempdir_in(&root)?;
             let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority())?;
+            self.temp_handle = Some(dir.try_clone()?);
             self.temp = Some(temp);
             *self.raw_desc(fd)? = Desc::Dir(DirDesc {
                 dir,
@@ -1212,6 +1218,8 @@ pub(crate) fn path_open(
             entries: Vec::new(),
         })
     } else {
+        // Truncation waits until the file is known to have a single link (below).
+        let truncate = oflags & OFLAGS_TRUNC != 0;
         let mut options = OpenOptions::new();
         options
             .read(read)
@@ -1219,7 +1227,6 @@ pub(crate) fn path_open(
             .append(append)
             .create(oflags & OFLAGS_CREAT != 0)
             .create_new(oflags & OFLAGS_CREAT != 0 && oflags & OFLAGS_EXCL != 0)
-            .truncate(oflags & OFLAGS_TRUNC != 0)
             .follow(follow)
             .maybe_dir(true);
         let file = match parent.dir.open_with(&path, &options) {
@@ -1232,10 +1239,20 @@ pub(crate) fn path_open(
                 return Err(error.into());
             }
         };
+        let meta = file.metadata()?;
+        // A file with another hard link may be the same file as one outside every grant (a
+        // link planted in a workspace before the call): writing through it would write there.
+        // The guest only ever made single-link files, so refusing costs it nothing.
+        if write && meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+            return Err(Errno::NOTCAPABLE.into());
+        }
+        if truncate && meta.is_file() {
+            file.set_len(0)?;
+        }
         if let Some((_, freed)) = temp_change {
             ctx.refund_temp(freed);
         }
-        if file.metadata()?.is_dir() {
+        if meta.is_dir() {
             if write {
                 return Err(Errno::ISDIR.into());
             }

@@ -34,6 +34,7 @@
 //! | `random_big`   | `bytes`                     | asks for `bytes` random bytes in one call         |
 //! | `abi_abuse`    |                             | calls WASI with bad pointers, ids and counts      |
 //! | `paths`        | `paths`, `content`          | reads (and writes `content` to) each path         |
+//! | `plant`        | `steps`                     | makes dirs, files, symlinks and hard links in order |
 //! | `service`      | `service`, `request`, `buf` | asks a host service (`locara_host`), reading the answer into a `buf`-byte buffer (default: its length) |
 //!
 //! `spin` takes an optional `path`: a file it writes in `/tmp` first, so that a stopped call
@@ -106,6 +107,7 @@ fn main() {
         "random_big" => random_big(u64_field(&input, "bytes").unwrap_or(0)),
         "abi_abuse" => abi_abuse(),
         "paths" => paths(&input),
+        "plant" => plant(&input),
         "service" => service(
             str_field(&input, "service"),
             str_field(&input, "request"),
@@ -448,6 +450,48 @@ fn paths(input: &Value) {
             Err(e) => format!("err: {e}"),
         });
         results.push(json!({ "path": path, "read": read, "write": write }));
+    }
+    emit(&json!({ "results": results }));
+}
+
+/// Builds a file tree, step by step: `{"mkdir": p}`, `{"write": [p, content]}`,
+/// `{"symlink": [target, link]}`, `{"hardlink": [from, to]}`, `{"remove": p}`, `{"rmdir": p}`. Each step's
+/// result is reported, and a failed step does not stop the rest: the point is to plant links
+/// for the host to trip over after the call.
+fn plant(input: &Value) {
+    let pair = |v: &Value| -> (String, String) {
+        let s = |i: usize| v.get(i).and_then(Value::as_str).unwrap_or("").to_owned();
+        (s(0), s(1))
+    };
+    let mut results = Vec::new();
+    for step in input
+        .get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let result = if let Some(p) = step.get("mkdir").and_then(Value::as_str) {
+            std::fs::create_dir_all(p)
+        } else if let Some(v) = step.get("write") {
+            let (p, content) = pair(v);
+            std::fs::write(p, content)
+        } else if let Some(v) = step.get("symlink") {
+            let (target, link) = pair(v);
+            symlink(&target, &link)
+        } else if let Some(v) = step.get("hardlink") {
+            let (from, to) = pair(v);
+            std::fs::hard_link(from, to)
+        } else if let Some(p) = step.get("remove").and_then(Value::as_str) {
+            std::fs::remove_file(p)
+        } else if let Some(p) = step.get("rmdir").and_then(Value::as_str) {
+            std::fs::remove_dir_all(p)
+        } else {
+            Err(io::Error::other(format!("unknown step {step}")))
+        };
+        results.push(match result {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => format!("err: {e}"),
+        });
     }
     emit(&json!({ "results": results }));
 }
