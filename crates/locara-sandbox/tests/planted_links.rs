@@ -1,0 +1,424 @@
+//! What the host does with a call's temp dir after the guest is done, against a guest that
+//! plants links to trip it: the host collects output files, and removes the temp dir. Every
+//! case runs on both engines.
+//!
+//! A scratch tree holds the sandbox's temp root next to an `outside` directory and a
+//! `secret.txt` file, both holding a random secret. The probe's `plant` op makes directories,
+//! files, symlinks (relative and absolute, to files and to directories, chains of them) and
+//! hard links where the host will look: at `/tmp/out`, inside it, at `/tmp/in`, at the temp
+//! dir's other children. Then:
+//! - no collected byte holds the secret, and a collected directory that is not a real
+//!   directory ends the call with [`RunStatus::OutputRefused`] and no files;
+//! - what the guest really wrote in a real `/tmp/out` is still collected (the cases are not
+//!   met by a host that refuses everything);
+//! - nothing outside the temp dir changed, and the temp root is empty after the call (removal
+//!   followed no link).
+//!
+//! Writing through a hard link to a file outside the grants is refused too (the workspace
+//! cases at the end).
+
+mod common;
+
+use common::backend_test;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
+
+use locara_sandbox::{
+    BackendKind, Capabilities, Compiled, DirPerms, Limits, RunOutcome, RunStatus, Sandbox,
+    SandboxConfig,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// A scratch tree with a secret outside the temp root, and the probe compiled for it.
+struct Scene {
+    dir: TempDir,
+    secret: String,
+    module: Compiled,
+}
+
+const TEMP_ROOT: &str = "temp-root";
+
+impl Scene {
+    fn new(kind: BackendKind) -> Scene {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let secret = format!("HOST-SECRET-{:016x}", random_u64());
+        let root = dir.path();
+        std::fs::write(root.join("secret.txt"), &secret).unwrap();
+        std::fs::create_dir_all(root.join("outside/sub")).unwrap();
+        std::fs::write(root.join("outside/key.secret.json"), &secret).unwrap();
+        std::fs::write(root.join("outside/sub/deep.txt"), &secret).unwrap();
+        std::fs::create_dir(root.join(TEMP_ROOT)).unwrap();
+        let mut config = SandboxConfig::new(kind);
+        config.temp_root(root.join(TEMP_ROOT));
+        let wasm = std::fs::read(locara_test_artifacts::PROBE).expect("the probe guest was built");
+        let module = Sandbox::new(&config)
+            .expect("engine starts")
+            .compile(&wasm, None)
+            .expect("the probe compiles");
+        Scene {
+            dir,
+            secret,
+            module,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// An absolute host path as a guest writes it in a link: the sandbox refuses to create a
+    /// link with an absolute target, so an attacker climbs to `/` with `..` first.
+    fn abs(&self, name: &str) -> String {
+        format!(
+            "{}{}",
+            "../".repeat(24),
+            self.path(name)
+                .display()
+                .to_string()
+                .trim_start_matches('/')
+        )
+    }
+
+    /// Runs `plant` with `steps`, collecting `collect`, and checks what must hold whatever the
+    /// steps: no secret came back, nothing outside changed, the temp root is empty.
+    fn plant(&self, steps: Value, caps: Capabilities) -> RunOutcome {
+        let before = snapshot(self.dir.path());
+        let input = json!({"op": "plant", "steps": steps});
+        let outcome = self
+            .module
+            .run(input.to_string().as_bytes(), &Limits::default(), &caps)
+            .expect("the call starts");
+        for file in &outcome.files {
+            assert!(
+                !String::from_utf8_lossy(&file.bytes).contains(&self.secret),
+                "{} leaked the host secret: {outcome:?}",
+                file.path
+            );
+        }
+        assert!(
+            !String::from_utf8_lossy(&outcome.stdout).contains(&self.secret),
+            "stdout leaked the host secret"
+        );
+        let left: Vec<_> = std::fs::read_dir(self.path(TEMP_ROOT))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "the temp dir was not removed: {left:?}");
+        assert_eq!(
+            snapshot(self.dir.path()),
+            before,
+            "something outside the temp dir changed"
+        );
+        outcome
+    }
+}
+
+/// Every path under `root` (links not followed) with what it is: file contents, link target,
+/// or a directory.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let what = if meta.is_symlink() {
+                format!("link -> {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                pending.push(path.clone());
+                "dir".to_owned()
+            } else {
+                format!(
+                    "file {}",
+                    String::from_utf8_lossy(&std::fs::read(&path).unwrap())
+                )
+            };
+            out.insert(path, what);
+        }
+    }
+    out
+}
+
+fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    getrandom(&mut bytes);
+    u64::from_le_bytes(bytes)
+}
+
+/// Random bytes from the OS, without a dependency: `/dev/urandom`.
+fn getrandom(buf: &mut [u8]) {
+    use std::io::Read as _;
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(buf))
+        .expect("/dev/urandom");
+}
+
+/// The guest's temp dir is `<temp root>/locara-call-…`: two levels up is the scratch tree.
+const UP: &str = "../..";
+
+fn collecting_out() -> Capabilities {
+    Capabilities::new().collecting("out")
+}
+
+fn refused(outcome: &RunOutcome, what: &str) {
+    match &outcome.status {
+        RunStatus::OutputRefused(why) => assert!(
+            why.contains(what) && why.contains("follows no links"),
+            "the refusal names {what}: {why}"
+        ),
+        other => panic!("expected OutputRefused naming {what}, got {other:?}: {outcome:?}"),
+    }
+    assert!(outcome.files.is_empty(), "{:?}", outcome.files);
+}
+
+fn all_ok(outcome: &RunOutcome) {
+    let results: Value = serde_json::from_slice(&outcome.stdout).expect("the probe reports");
+    for result in results["results"].as_array().unwrap() {
+        assert_eq!(result, "ok", "a planting step failed: {results}");
+    }
+}
+
+backend_test!(
+    out_as_a_relative_link_to_a_host_directory_is_refused,
+    |kind| {
+        let scene = Scene::new(kind);
+        let outcome = scene.plant(
+            json!([{"symlink": [format!("{UP}/outside"), "/tmp/out"]}]),
+            collecting_out(),
+        );
+        all_ok(&outcome);
+        refused(&outcome, "/tmp/out as a symbolic link");
+    }
+);
+
+backend_test!(out_as_a_link_to_an_absolute_host_path_is_refused, |kind| {
+    let scene = Scene::new(kind);
+    // The attack of the issue: `..` up to `/`, then a host path, to a directory or a file.
+    for target in [scene.abs("outside"), scene.abs("secret.txt")] {
+        let outcome = scene.plant(json!([{"symlink": [target, "/tmp/out"]}]), collecting_out());
+        all_ok(&outcome);
+        refused(&outcome, "/tmp/out as a symbolic link");
+    }
+    // A link with an absolute target is refused when it is made; were it made, the host would
+    // refuse it like any other.
+    let absolute = scene.path("outside").display().to_string();
+    let outcome = scene.plant(
+        json!([{"symlink": [absolute, "/tmp/out"]}]),
+        collecting_out(),
+    );
+    assert!(outcome.files.is_empty(), "{:?}", outcome.files);
+});
+
+backend_test!(out_as_a_chain_of_links_is_refused, |kind| {
+    let scene = Scene::new(kind);
+    let outcome = scene.plant(
+        json!([
+            {"symlink": [format!("{UP}/outside"), "/tmp/b"]},
+            {"symlink": ["b", "/tmp/a"]},
+            {"symlink": ["a", "/tmp/out"]},
+        ]),
+        collecting_out(),
+    );
+    all_ok(&outcome);
+    refused(&outcome, "/tmp/out as a symbolic link");
+});
+
+backend_test!(out_as_a_file_is_refused, |kind| {
+    let scene = Scene::new(kind);
+    let outcome = scene.plant(
+        json!([{"write": ["/tmp/out", "not a dir"]}]),
+        collecting_out(),
+    );
+    all_ok(&outcome);
+    refused(&outcome, "/tmp/out as not a directory");
+});
+
+backend_test!(
+    a_link_among_the_collected_directory_parents_is_refused,
+    |kind| {
+        let scene = Scene::new(kind);
+        // `outside` has a `sub`, so following `/tmp/out` would find `/tmp/out/sub`.
+        let outcome = scene.plant(
+            json!([{"symlink": [scene.abs("outside"), "/tmp/out"]}]),
+            Capabilities::new().collecting("out/sub"),
+        );
+        all_ok(&outcome);
+        refused(&outcome, "/tmp/out as a symbolic link");
+    }
+);
+
+backend_test!(
+    links_inside_out_are_skipped_and_real_files_collected,
+    |kind| {
+        let scene = Scene::new(kind);
+        let outcome = scene.plant(
+            json!([
+                {"mkdir": "/tmp/out/real"},
+                {"write": ["/tmp/out/real/made.txt", "made by the guest"]},
+                {"write": ["/tmp/out/top.txt", "top"]},
+                {"symlink": [scene.abs("secret.txt"), "/tmp/out/abs-file"]},
+                {"symlink": [format!("../{UP}/secret.txt"), "/tmp/out/rel-file"]},
+                {"symlink": [scene.abs("outside"), "/tmp/out/abs-dir"]},
+                {"symlink": [format!("../../{UP}/outside"), "/tmp/out/real/rel-dir"]},
+                {"symlink": ["top.txt", "/tmp/out/inner-link"]},
+                {"symlink": ["real", "/tmp/out/guest-dir-link"]},
+                // A hard link of the guest's own file is the guest's own file.
+                {"hardlink": ["/tmp/out/top.txt", "/tmp/out/top-again.txt"]},
+            ]),
+            collecting_out(),
+        );
+        all_ok(&outcome);
+        assert_eq!(outcome.status, RunStatus::Exited(0));
+        let files: Vec<(&str, &[u8])> = outcome
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.bytes.as_slice()))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("real/made.txt", b"made by the guest".as_slice()),
+                ("top-again.txt", b"top".as_slice()),
+                ("top.txt", b"top".as_slice()),
+            ]
+        );
+    }
+);
+
+backend_test!(a_link_at_tmp_in_is_never_followed, |kind| {
+    let scene = Scene::new(kind);
+    let staged = Capabilities::new().with_temp_file("in/data", b"staged".to_vec());
+    // The staged input replaced by a link out: neither collection nor removal follows it.
+    let outcome = scene.plant(
+        json!([
+            {"rmdir": "/tmp/in"},
+            {"symlink": [format!("{UP}/outside"), "/tmp/in"]},
+            {"mkdir": "/tmp/out"},
+            {"write": ["/tmp/out/ok.txt", "ok"]},
+        ]),
+        staged.clone().collecting("out"),
+    );
+    all_ok(&outcome);
+    assert_eq!(outcome.status, RunStatus::Exited(0));
+    assert_eq!(outcome.files.len(), 1);
+    // Collecting from `/tmp/in` itself, once it is a link, is refused.
+    let outcome = scene.plant(
+        json!([
+            {"rmdir": "/tmp/in"},
+            {"symlink": [scene.abs("outside"), "/tmp/in"]},
+        ]),
+        staged.collecting("in"),
+    );
+    all_ok(&outcome);
+    refused(&outcome, "/tmp/in as a symbolic link");
+});
+
+backend_test!(
+    links_at_the_temp_dir_children_survive_removal_untouched,
+    |kind| {
+        let scene = Scene::new(kind);
+        // `Scene::plant` checks that the outside tree is unchanged and the temp root empty: the
+        // removal of the temp dir deleted the links, never what they point at.
+        let outcome = scene.plant(
+            json!([
+                {"symlink": [scene.abs("outside"), "/tmp/dir-link"]},
+                {"symlink": [format!("{UP}/outside/sub"), "/tmp/rel-dir-link"]},
+                {"symlink": [scene.abs("secret.txt"), "/tmp/file-link"]},
+                {"mkdir": "/tmp/nest/deeper"},
+                {"symlink": [scene.abs("outside"), "/tmp/nest/deeper/link"]},
+            ]),
+            Capabilities::new(),
+        );
+        all_ok(&outcome);
+        assert_eq!(outcome.status, RunStatus::Exited(0));
+    }
+);
+
+backend_test!(links_planted_by_one_call_do_not_reach_the_next, |kind| {
+    let scene = Scene::new(kind);
+    // Two calls of a chain share no temp dir: the second starts from a fresh, empty one, so a
+    // link the first left cannot be where the second's files are collected.
+    let first = scene.plant(
+        json!([{"symlink": [format!("{UP}/outside"), "/tmp/out"]}]),
+        Capabilities::new(),
+    );
+    all_ok(&first);
+    let second = scene.plant(
+        json!([{"write": ["/tmp/probe.txt", "x"]}]),
+        collecting_out(),
+    );
+    all_ok(&second);
+    assert_eq!(second.status, RunStatus::Exited(0));
+    assert!(second.files.is_empty(), "{:?}", second.files);
+});
+
+/// A workspace holding `planted`, a hard link (made by someone else before the call) to
+/// `outside/key.secret.json`.
+fn workspace_with_hard_link(scene: &Scene) -> PathBuf {
+    let workspace = scene.path("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::hard_link(
+        scene.path("outside/key.secret.json"),
+        workspace.join("planted"),
+    )
+    .unwrap();
+    std::fs::write(workspace.join("own.txt"), "own").unwrap();
+    workspace
+}
+
+backend_test!(writes_through_a_planted_hard_link_are_refused, |kind| {
+    let scene = Scene::new(kind);
+    let workspace = workspace_with_hard_link(&scene);
+    let caps = Capabilities::new().preopened_dir(&workspace, "/workspace", DirPerms::ReadWrite);
+    let outcome = scene
+        .module
+        .run(
+            json!({"op": "paths", "paths": ["/workspace/planted", "/workspace/own.txt"], "content": "overwritten"})
+                .to_string()
+                .as_bytes(),
+            &Limits::default(),
+            &caps,
+        )
+        .unwrap();
+    let results = serde_json::from_slice::<Value>(&outcome.stdout).unwrap()["results"].clone();
+    // Reading the linked file is reading the workspace; writing through the link is refused.
+    assert!(
+        results[0]["write"].as_str().unwrap().starts_with("err"),
+        "{results}"
+    );
+    assert_eq!(results[1]["write"], "ok", "{results}");
+    assert_eq!(
+        std::fs::read_to_string(scene.path("outside/key.secret.json")).unwrap(),
+        scene.secret,
+        "the file behind the hard link is unchanged (not even truncated)"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("own.txt")).unwrap(),
+        "overwritten"
+    );
+    // Linking the planted file into the temp dir and writing there is refused the same way.
+    let outcome = scene
+        .module
+        .run(
+            json!({"op": "hardlink", "path": "/workspace/planted", "content": "/tmp/again"})
+                .to_string()
+                .as_bytes(),
+            &Limits::default(),
+            &caps,
+        )
+        .unwrap();
+    let result: Value = serde_json::from_slice(&outcome.stdout).unwrap();
+    assert_eq!(result["link"], "ok", "{result}");
+    assert!(
+        result["append"].as_str().unwrap().starts_with("err"),
+        "{result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(scene.path("outside/key.secret.json")).unwrap(),
+        scene.secret
+    );
+});
