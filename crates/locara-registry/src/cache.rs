@@ -1,13 +1,17 @@
 //! The content-addressed artifact cache: `<cache>/sha256/<hex>`.
 //!
-//! Entries are written atomically and re-hashed on every load. A corrupt entry is logged, removed
-//! and treated as missing, so the caller re-installs it from the registry's verified copy.
+//! Entries are written atomically and re-hashed on every load. A corrupt entry (changed bytes,
+//! another size than the manifest pins, or not a regular file at all: a FIFO or a symlink to a
+//! device) is logged, removed and treated as missing, so the caller re-installs it from the
+//! registry's verified copy. Entries are read as every home file is: bounded by the pinned
+//! size, after the opened handle was checked to be a regular file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::io;
-use crate::{Digest, Error, fs};
+use crate::fs::{self, ReadLimit};
+use crate::{Digest, Error};
 
 #[derive(Debug)]
 pub(crate) struct Cache {
@@ -23,13 +27,43 @@ impl Cache {
         self.dir.join("sha256").join(digest.to_hex())
     }
 
-    /// The cached bytes with this digest, re-hashed; `None` if absent or corrupt (then removed).
-    pub(crate) fn load(&self, digest: &Digest) -> Result<Option<Arc<[u8]>>, Error> {
+    /// The cached bytes with this digest and size, re-hashed; `None` if absent or corrupt (then
+    /// removed). An entry that is not a regular file of exactly `size` bytes is corrupt too,
+    /// and is never read past `size` + 1 bytes.
+    pub(crate) fn load(&self, digest: &Digest, size: u64) -> Result<Option<Arc<[u8]>>, Error> {
         let path = self.path_of(digest);
-        let bytes = match std::fs::read(&path) {
+        let limit = ReadLimit::ARTIFACT.at_most(size);
+        let read = fs::open_regular(&path).and_then(|(file, meta)| {
+            if meta.len() == size {
+                fs::read_from(file, &meta, &path, limit)
+            } else {
+                Err(Error::SizeMismatch {
+                    what: "cache entry",
+                    subject: path.display().to_string(),
+                    found: meta.len(),
+                    expected: size,
+                })
+            }
+        });
+        let bytes = match read {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io("read", path)(e)),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None);
+            }
+            Err(
+                error @ (Error::NotARegularFile { .. }
+                | Error::FileTooLarge { .. }
+                | Error::SizeMismatch { .. }),
+            ) => {
+                tracing::warn!(
+                    path = %path.display(),
+                    %error,
+                    "cache entry is corrupt; removing it and re-installing from the registry"
+                );
+                remove_corrupt(&path)?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
         };
         let found = Digest::of(&bytes);
         if found != *digest {
@@ -39,11 +73,7 @@ impl Cache {
                 expected = %digest,
                 "cache entry is corrupt; removing it and re-installing from the registry"
             );
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io("remove corrupt cache entry", path)(e)),
-            }
+            remove_corrupt(&path)?;
             return Ok(None);
         }
         tracing::debug!(path = %path.display(), "cache hit");
@@ -56,5 +86,15 @@ impl Cache {
         fs::write_atomic(&path, bytes)?;
         tracing::debug!(path = %path.display(), "installed into cache");
         Ok(())
+    }
+}
+
+/// Removes a corrupt entry (a file, a symlink, a FIFO; not a directory, which is an error to
+/// report). One already gone is fine.
+fn remove_corrupt(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io("remove corrupt cache entry", path)(e)),
     }
 }

@@ -30,6 +30,11 @@ impl Digest {
         Digest(sha2::Sha256::digest(bytes).into())
     }
 
+    /// A hasher for bytes that come in pieces (a file read as a stream).
+    pub(crate) fn hasher() -> Hasher {
+        Hasher(sha2::Sha256::new())
+    }
+
     /// The digest as 64 lowercase hex characters.
     #[must_use]
     pub fn to_hex(&self) -> String {
@@ -47,6 +52,19 @@ impl Digest {
     pub fn to_sha256_hex(&self) -> Sha256Hex {
         Sha256Hex::new(self.to_hex())
             .unwrap_or_else(|e| unreachable!("hex::encode gave bad hex: {e}"))
+    }
+}
+
+/// SHA-256 over bytes fed in pieces; [`Digest::hasher`] makes one.
+pub(crate) struct Hasher(sha2::Sha256);
+
+impl Hasher {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub(crate) fn finish(self) -> Digest {
+        Digest(self.0.finalize().into())
     }
 }
 

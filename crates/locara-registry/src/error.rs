@@ -62,6 +62,45 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A file in the home is not a regular file (a FIFO, a device, a directory, a socket), so
+    /// reading it could block forever or never end.
+    #[error(
+        "refusing to read `{}`: it is a {kind}, not a regular file (Locara reads only regular files from its home; a FIFO could block it forever and a device such as /dev/zero never ends); replace it with the file that belongs there",
+        path.display()
+    )]
+    NotARegularFile {
+        /// The path as given (a symlink is followed, and what it points to is judged).
+        path: PathBuf,
+        /// What it is, e.g. `FIFO (named pipe)` or `character device`.
+        kind: &'static str,
+    },
+
+    /// A file in the home is larger than any file of its kind may be.
+    #[error(
+        "refusing to read `{}`: it is larger than {limit} bytes, the most a {what} may be here; it is not a file Locara wrote: replace it with the file that belongs there",
+        path.display()
+    )]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its kind, e.g. `manifest`.
+        what: &'static str,
+        /// The most bytes read of such a file.
+        limit: u64,
+    },
+
+    /// A secret key file can be read (or written) by other users than its owner.
+    #[error(
+        "refusing to use the secret key file `{path}`: its mode is {mode:04o}, so users other than its owner can reach it; run `chmod 600 {path}`, and if anyone else could have read it, treat the key as leaked: make a new key and revoke this one (see docs/keys.md)",
+        path = path.display()
+    )]
+    SecretKeyExposed {
+        /// The secret key file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+
     /// A manifest, template or lockfile broke the wire format.
     #[error("invalid {subject}")]
     Invalid {
@@ -146,6 +185,54 @@ pub enum Error {
         /// The tool, e.g. `text.chunk@0.1.0`.
         subject: String,
         /// The signing key's id.
+        key_id: KeyId,
+    },
+
+    /// The manifest is signed by a key the trust store revoked.
+    #[error(
+        "{subject} is signed by {key_id}, which was revoked{}: a revoked key is never trusted, even while its `.pub.json` is still in the trust directory; ask the publisher for a copy signed by their new key, or, if the revocation was a mistake, remove it from `trust/revoked.json` (see docs/keys.md)",
+        revocation_detail(revoked_at.as_deref(), reason.as_deref())
+    )]
+    RevokedKey {
+        /// The tool, e.g. `text.chunk@0.1.0`.
+        subject: String,
+        /// The revoked key's id.
+        key_id: KeyId,
+        /// Why it was revoked, as the revocation list says.
+        reason: Option<String>,
+        /// When it was revoked, as the revocation list says.
+        revoked_at: Option<String>,
+    },
+
+    /// A receipt is signed by a host key the trust store revoked.
+    #[error(
+        "the receipt is signed by key {key_id}, which was revoked{}: do not rely on anything it says (a revoked host key may have signed it after it leaked)",
+        revocation_detail(revoked_at.as_deref(), reason.as_deref())
+    )]
+    RevokedReceiptKey {
+        /// The revoked key's id.
+        key_id: KeyId,
+        /// Why it was revoked, as the revocation list says.
+        reason: Option<String>,
+        /// When it was revoked, as the revocation list says.
+        revoked_at: Option<String>,
+    },
+
+    /// A receipt is signed by a key that is not among the host keys it is checked against.
+    #[error(
+        "the receipt is signed by key {key_id}, which is not the host key it was checked against; check it with the public key of the host that wrote it"
+    )]
+    UnknownReceiptKey {
+        /// The key the receipt names.
+        key_id: KeyId,
+    },
+
+    /// A receipt's signature does not match its content.
+    #[error(
+        "the receipt's signature by {key_id} does not verify: the receipt was changed after it was signed, or it was not signed by that key; do not rely on anything it says"
+    )]
+    BadReceiptSignature {
+        /// The key the receipt names.
         key_id: KeyId,
     },
 
@@ -276,6 +363,19 @@ fn list_available(available: &[String]) -> String {
     } else {
         format!("available: {}", available.join(", "))
     }
+}
+
+/// `` on 2025-01-02T03:04:05Z (laptop stolen)`` from a revocation's date and reason, each
+/// optional.
+fn revocation_detail(revoked_at: Option<&str>, reason: Option<&str>) -> String {
+    let mut detail = String::new();
+    if let Some(at) = revoked_at {
+        detail.push_str(&format!(" on {at}"));
+    }
+    if let Some(reason) = reason {
+        detail.push_str(&format!(" ({reason})"));
+    }
+    detail
 }
 
 /// Returns a closure that wraps an [`std::io::Error`] with `action` and `path`.

@@ -1,8 +1,12 @@
 //! Ed25519 signing and public keys, their ids, and their JSON key files.
 //!
-//! Secret key file: `{"publisher", "key_id", "secret_key": <64 hex>}`, written with mode 0600 on
-//! unix. Public key file: `{"publisher", "key_id", "public_key": <64 hex>}`; a trust directory holds
-//! these as `*.pub.json`. Reading either file checks that `key_id` belongs to the key.
+//! Secret key file: `{"publisher", "key_id", "secret_key": <64 hex>}`, created with mode 0600 on
+//! unix (by the `open` that creates it) in a directory created with mode 0700 when missing; one
+//! that users other than its owner can reach (any of the mode bits 0077) is refused when read,
+//! as ssh does. Public key file: `{"publisher", "key_id", "public_key": <64 hex>}`; a trust
+//! directory holds these as `*.pub.json`. Reading either file checks that `key_id` belongs to the
+//! key. Both are read as every home file is: regular files only, at most 64 KiB
+//! ([`ReadLimit::KEY_FILE`]).
 
 use std::fmt;
 use std::path::Path;
@@ -10,8 +14,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::io;
-use crate::{Digest, Error, fs};
+use crate::fs::{self, ReadLimit};
+use crate::{Digest, Error};
 
 /// Names a public key: `ed25519:` followed by the first 16 hex characters of the SHA-256 of the
 /// 32 public key bytes, e.g. `ed25519:3f2a9c0d11e8b7a4`.
@@ -149,10 +153,11 @@ impl PublicKey {
     ///
     /// # Errors
     ///
-    /// Returns [`Error::Io`] if the file cannot be read, else the errors of
-    /// [`PublicKey::from_json`].
+    /// Returns [`Error::Io`] if the file cannot be read, [`Error::NotARegularFile`] or
+    /// [`Error::FileTooLarge`] if it is not a regular file of at most 64 KiB, else the errors
+    /// of [`PublicKey::from_json`].
     pub fn read_file(path: &Path) -> Result<PublicKey, Error> {
-        let text = fs::read_to_string(path)?;
+        let text = fs::read_to_string(path, ReadLimit::KEY_FILE)?;
         PublicKey::parse(&format!("public key file `{}`", path.display()), &text)
     }
 
@@ -248,36 +253,54 @@ impl SigningKey {
 
     /// Reads a secret key file.
     ///
+    /// On unix the file must be reachable by its owner only: a file with any of the mode bits
+    /// 0077 set is refused with [`Error::SecretKeyExposed`] (the mode is that of the file
+    /// opened, not of a path looked at before).
+    ///
     /// # Errors
     ///
-    /// Returns [`Error::Io`] if the file cannot be read, else the errors of
+    /// Returns [`Error::Io`] if the file cannot be read, [`Error::NotARegularFile`] or
+    /// [`Error::FileTooLarge`] if it is not a regular file of at most 64 KiB,
+    /// [`Error::SecretKeyExposed`] if others may read it, else the errors of
     /// [`SigningKey::from_json`].
     pub fn read_file(path: &Path) -> Result<SigningKey, Error> {
-        let text = fs::read_to_string(path)?;
-        SigningKey::parse(&format!("secret key file `{}`", path.display()), &text)
+        let (file, meta) = fs::open_regular(path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(Error::SecretKeyExposed {
+                    path: path.to_owned(),
+                    mode,
+                });
+            }
+        }
+        let bytes = fs::read_from(file, &meta, path, ReadLimit::KEY_FILE)?;
+        let subject = format!("secret key file `{}`", path.display());
+        let text = String::from_utf8(bytes).map_err(|_| Error::Malformed {
+            subject: subject.clone(),
+            message: "the file is not UTF-8".to_owned(),
+        })?;
+        SigningKey::parse(&subject, &text)
     }
 
-    /// Writes the secret key file, readable only by its owner (mode 0600) on unix.
+    /// Writes the secret key file, readable only by its owner: on unix the file is created with
+    /// mode 0600 (by the `open` that creates it, so it is never readable by others, not even
+    /// for a moment), and its directory, when missing, is created with mode 0700. An existing
+    /// directory is left as it is.
     ///
-    /// Refuses to replace an existing file, so a key is never lost by accident.
+    /// Refuses to replace an existing file, so a key is never lost by accident. A write that
+    /// fails removes the partial file.
     ///
     /// # Errors
     ///
     /// Returns [`Error::Io`] if the file exists or cannot be written.
     pub fn write_file(&self, path: &Path) -> Result<(), Error> {
-        use std::io::Write as _;
-
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io("create directory", dir))?;
+            fs::create_private_dir(dir)?;
         }
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(path).map_err(io("create", path))?;
-        file.write_all(self.to_json_pretty().as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(io("write", path))
+        fs::write_private_new(path, self.to_json_pretty().as_bytes())
     }
 }
 

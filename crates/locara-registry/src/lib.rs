@@ -6,8 +6,12 @@
 //! `manifest.json` bytes, the artifact's size and SHA-256 against the signed manifest, and the
 //! lockfile pin. It knows nothing about wasm execution, sandboxes or schemas of tool arguments.
 //!
-//! - Keys: [`generate_keypair`], [`SigningKey`], [`PublicKey`], [`KeyId`] and their JSON files;
-//!   [`TrustStore`] holds the keys to accept.
+//! - Keys: [`generate_keypair`], [`SigningKey`], [`PublicKey`], [`KeyId`] and their JSON files
+//!   (secret ones created mode 0600 in a 0700 directory, and refused when others can read them);
+//!   [`TrustStore`] holds the keys to accept and the [`Revocation`]s of keys never to accept
+//!   again (`trust/revoked.json`).
+//! - Home files are read through one helper ([`read_bounded`]): regular files only (a FIFO or
+//!   a device in a file's place is refused, not read), at most a [`ReadLimit`] per kind.
 //! - Signatures: [`sign_manifest`], [`verify_manifest`] and [`ManifestSignature`]
 //!   (`manifest.sig.json`).
 //! - The local directory registry: [`Registry`] (publish, list, resolve, verify custom tools,
@@ -62,6 +66,7 @@ mod tests;
 pub use crate::{
     digest::Digest,
     error::Error,
+    fs::{ReadLimit, read_bounded, read_bounded_to_string},
     keys::{KeyId, PublicKey, SigningKey, generate_keypair},
     models::ModelStore,
     receipt::{SignedReceipt, canonical_json},
@@ -70,6 +75,6 @@ pub use crate::{
         prepare_manifest,
     },
     signature::{ManifestSignature, sign_manifest, verify_manifest},
-    trust::TrustStore,
+    trust::{REVOCATION_FILE, Revocation, TrustStore},
     verified::VerifiedArtifact,
 };

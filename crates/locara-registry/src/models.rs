@@ -10,15 +10,16 @@ use std::{
 
 use locara_manifest::{ModelDependency, Sha256Hex, ToolManifest};
 
-use crate::{Digest, Error, error::io};
+use crate::{Digest, Error, error::io, fs::ReadLimit};
 
 /// Model files, content-addressed: `<root>/sha256/<hex>`.
 ///
 /// A tool sees its models by the names its manifest gives them: [`ModelStore::view`] checks
 /// every pinned file and returns a directory of hard links named that way
 /// (`<root>/views/<key>/<name>`), which the runtime preopens read-only at `/models`. Each file
-/// is hashed once per process; a view entry that is not the same file as its store entry (it
-/// was replaced) is linked again.
+/// is hashed once per process, as a stream (a model is never read whole), after checking that
+/// it is a regular file of the pinned size; a view entry that is not the same file as its store
+/// entry (it was replaced) is linked again.
 #[derive(Debug)]
 pub struct ModelStore {
     root: PathBuf,
@@ -120,12 +121,13 @@ impl ModelStore {
         Ok(Some(view))
     }
 
-    /// Checks one stored model against its pin, once per process and file version.
+    /// Checks one stored model against its pin, once per process and file version. The file
+    /// must be a regular file of the pinned size; it is hashed as a stream, never read whole.
     fn verify(&self, tool: &ToolManifest, dependency: &ModelDependency) -> Result<(), Error> {
         let path = self.path_of(&dependency.sha256);
-        let meta = match fs::metadata(&path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let (file, meta) = match crate::fs::open_regular(&path) {
+            Ok(opened) => opened,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::ModelMissing {
                     tool: tool.tool_ref().to_string(),
                     name: dependency.name.clone(),
@@ -133,7 +135,7 @@ impl ModelStore {
                     path,
                 });
             }
-            Err(source) => return Err(io("read", &path)(source)),
+            Err(e) => return Err(e),
         };
         let stamp = (
             dependency.sha256.as_str().to_owned(),
@@ -145,8 +147,34 @@ impl ModelStore {
         if verified.contains(&stamp) {
             return Ok(());
         }
-        let bytes = fs::read(&path).map_err(io("read", &path))?;
-        check_bytes(tool, dependency, &path, &bytes)?;
+        let mismatch = |found: String| Error::ModelMismatch {
+            tool: tool.tool_ref().to_string(),
+            name: dependency.name.clone(),
+            path: path.clone(),
+            expected: format!(
+                "{} bytes, sha256 {}",
+                dependency.size_bytes, dependency.sha256
+            ),
+            found,
+        };
+        if meta.len() != dependency.size_bytes {
+            return Err(mismatch(format!("{} bytes", meta.len())));
+        }
+        let limit = ReadLimit::MODEL.at_most(dependency.size_bytes);
+        let (digest, length) =
+            crate::fs::hash_from(file, &meta, &path, limit).map_err(|e| match e {
+                // It grew while being hashed: one byte past the pinned size was read.
+                Error::FileTooLarge { .. } if limit.max_bytes() == dependency.size_bytes => {
+                    mismatch(format!("more than {} bytes", dependency.size_bytes))
+                }
+                e => e,
+            })?;
+        if length != dependency.size_bytes || digest.to_hex() != dependency.sha256.as_str() {
+            return Err(mismatch(format!(
+                "{length} bytes, sha256 {}",
+                digest.to_hex()
+            )));
+        }
         verified.insert(stamp);
         Ok(())
     }
@@ -247,5 +275,63 @@ mod tests {
         fs::write(&stored, b"recognizeR").unwrap();
         let err = ModelStore::new(dir.path()).view(&tool).unwrap_err();
         assert!(err.to_string().contains("has 10 bytes, sha256 "), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_dev_zero_in_place_of_a_model_is_refused_quickly() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ModelStore::new(dir.path());
+        let tool = manifest(&[("det.onnx", b"detector")]);
+        store
+            .install(&tool, &tool.model_dependencies[0], b"detector")
+            .unwrap();
+        let stored = store.path_of(&tool.model_dependencies[0].sha256);
+        for kind in ["FIFO (named pipe)", "character device"] {
+            fs::remove_file(&stored).unwrap();
+            if kind == "character device" {
+                std::os::unix::fs::symlink("/dev/zero", &stored).unwrap();
+            } else {
+                let status = std::process::Command::new("mkfifo")
+                    .arg(&stored)
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }
+            // A fresh store (nothing verified yet), on a thread: a blocked read fails the test.
+            let (send, receive) = std::sync::mpsc::channel();
+            let (root, tool) = (dir.path().to_owned(), tool.clone());
+            std::thread::spawn(move || send.send(ModelStore::new(root).view(&tool)));
+            let err = receive
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("checking the model blocked")
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::NotARegularFile { kind: k, .. } if *k == kind),
+                "{err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_model_of_another_size_is_refused_without_hashing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ModelStore::new(dir.path());
+        let tool = manifest(&[("det.onnx", b"detector")]);
+        store
+            .install(&tool, &tool.model_dependencies[0], b"detector")
+            .unwrap();
+        let stored = store.path_of(&tool.model_dependencies[0].sha256);
+        // A sparse 8 GiB file: hashing it would read 8 GiB; its size alone refuses it.
+        fs::remove_file(&stored).unwrap();
+        fs::File::create(&stored).unwrap().set_len(8 << 30).unwrap();
+        let started = std::time::Instant::now();
+        let err = ModelStore::new(dir.path()).view(&tool).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(
+            err.to_string()
+                .contains("has 8589934592 bytes, but the manifest pins 8 bytes"),
+            "{err}"
+        );
     }
 }

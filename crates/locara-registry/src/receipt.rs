@@ -55,8 +55,9 @@ impl SignedReceipt {
     ///
     /// # Errors
     /// [`Error::Malformed`] for a bad algorithm, key id or signature encoding,
-    /// [`Error::UnknownKey`] when the key is not trusted, and [`Error::BadSignature`] when the
-    /// receipt was changed after it was signed.
+    /// [`Error::RevokedReceiptKey`] when `trust` revoked the key,
+    /// [`Error::UnknownReceiptKey`] when the key is not trusted, and
+    /// [`Error::BadReceiptSignature`] when the receipt was changed after it was signed.
     pub fn verify(&self, trust: &TrustStore) -> Result<KeyId, Error> {
         let file = serde_json::json!({
             "key_id": self.key_id,
@@ -64,7 +65,28 @@ impl SignedReceipt {
             "signature": self.signature,
         });
         let parsed = ManifestSignature::parse("receipt", &file.to_string())?;
-        signature::verify(&canonical_json(&self.receipt), &parsed, trust, "receipt")
+        // The manifest errors of the shared check, said of the receipt.
+        signature::verify(
+            &canonical_json(&self.receipt),
+            &parsed,
+            trust,
+            "the receipt",
+        )
+        .map_err(|e| match e {
+            Error::UnknownKey { key_id, .. } => Error::UnknownReceiptKey { key_id },
+            Error::BadSignature { key_id, .. } => Error::BadReceiptSignature { key_id },
+            Error::RevokedKey {
+                key_id,
+                reason,
+                revoked_at,
+                ..
+            } => Error::RevokedReceiptKey {
+                key_id,
+                reason,
+                revoked_at,
+            },
+            other => other,
+        })
     }
 }
 
@@ -147,14 +169,14 @@ mod tests {
         changed.receipt["ok"] = json!(false);
         assert!(matches!(
             changed.verify(&trust),
-            Err(Error::BadSignature { .. })
+            Err(Error::BadReceiptSignature { .. })
         ));
 
         let stranger = generate_keypair("stranger").unwrap();
         let other = TrustStore::new().with_key(stranger.public_key().clone());
         assert!(matches!(
             reread.verify(&other),
-            Err(Error::UnknownKey { .. })
+            Err(Error::UnknownReceiptKey { .. })
         ));
 
         let mut garbled = reread;

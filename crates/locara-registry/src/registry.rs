@@ -15,6 +15,7 @@ use locara_manifest::{Artifact, LockedTool, Lockfile, ToolManifest, ToolName, To
 
 use crate::cache::Cache;
 use crate::error::io;
+use crate::fs::ReadLimit;
 use crate::signature::{self, ManifestSignature};
 use crate::{Digest, Error, KeyId, ModelStore, SigningKey, TrustStore, VerifiedArtifact, fs};
 
@@ -194,8 +195,9 @@ impl Registry {
     ///
     /// # Errors
     ///
-    /// Returns [`Error::Io`] if the configured lockfile exists but cannot be read, and
-    /// [`Error::Invalid`] if it is malformed.
+    /// Returns [`Error::Io`] if the configured lockfile exists but cannot be read,
+    /// [`Error::NotARegularFile`] or [`Error::FileTooLarge`] if it is not a regular file of at
+    /// most 1 MiB, and [`Error::Invalid`] if it is malformed.
     pub fn new(config: RegistryConfig) -> Result<Registry, Error> {
         let RegistryConfig {
             root,
@@ -207,13 +209,17 @@ impl Registry {
         let lock = match lockfile {
             None => None,
             Some(path) => {
-                let lockfile = match std::fs::read_to_string(&path) {
+                let lockfile = match fs::read_to_string(&path, ReadLimit::LOCKFILE) {
                     Ok(text) => Lockfile::from_json(&text).map_err(|source| Error::Invalid {
                         subject: format!("lockfile `{}`", path.display()),
                         source,
                     })?,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Lockfile::new(),
-                    Err(e) => return Err(io("read", &path)(e)),
+                    Err(Error::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        Lockfile::new()
+                    }
+                    Err(e) => return Err(e),
                 };
                 Some(LockState {
                     path,
@@ -382,9 +388,11 @@ impl Registry {
     ///
     /// # Errors
     ///
-    /// [`Error::ToolNotFound`], [`Error::Rollback`], [`Error::Unsigned`], [`Error::UnknownKey`],
-    /// [`Error::BadSignature`], [`Error::Invalid`], [`Error::IdentityMismatch`],
-    /// [`Error::LockMismatch`], [`Error::SizeMismatch`], [`Error::HashMismatch`] and [`Error::Io`].
+    /// [`Error::ToolNotFound`], [`Error::Rollback`], [`Error::Unsigned`], [`Error::RevokedKey`],
+    /// [`Error::UnknownKey`], [`Error::BadSignature`], [`Error::Invalid`],
+    /// [`Error::IdentityMismatch`], [`Error::LockMismatch`], [`Error::SizeMismatch`],
+    /// [`Error::HashMismatch`], [`Error::Io`], and [`Error::NotARegularFile`] or
+    /// [`Error::FileTooLarge`] for a file that is not a regular file of a sane size.
     pub fn resolve(&self, reference: &ToolRef) -> Result<VerifiedArtifact, Error> {
         let id = &reference.id;
         let mut guard = self.lock.as_ref().map(lock_guard);
@@ -436,8 +444,9 @@ impl Registry {
     ///
     /// # Errors
     ///
-    /// [`Error::Unsigned`], [`Error::UnknownKey`], [`Error::BadSignature`], [`Error::Invalid`],
-    /// [`Error::SizeMismatch`], [`Error::HashMismatch`] and [`Error::Io`].
+    /// [`Error::Unsigned`], [`Error::RevokedKey`], [`Error::UnknownKey`], [`Error::BadSignature`],
+    /// [`Error::Invalid`], [`Error::SizeMismatch`], [`Error::HashMismatch`], [`Error::Io`],
+    /// [`Error::NotARegularFile`] and [`Error::FileTooLarge`].
     pub fn verify_path(
         &self,
         manifest: &Path,
@@ -535,16 +544,16 @@ impl Registry {
         manifest_path: &Path,
         signature_path: &Path,
     ) -> Result<CheckedManifest, Error> {
-        let manifest_bytes = fs::read(manifest_path)?;
-        let signature_text = match std::fs::read_to_string(signature_path) {
+        let manifest_bytes = fs::read(manifest_path, ReadLimit::MANIFEST)?;
+        let signature_text = match fs::read_to_string(signature_path, ReadLimit::SIGNATURE_FILE) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::Unsigned {
                     subject: subject.to_owned(),
                     path: signature_path.to_owned(),
                 });
             }
-            Err(e) => return Err(io("read", signature_path)(e)),
+            Err(e) => return Err(e),
         };
         let signature = ManifestSignature::parse(
             &format!("signature file `{}`", signature_path.display()),
@@ -576,19 +585,33 @@ impl Registry {
             key_id,
         } = checked;
         let expected = Digest::from(&manifest.artifact.sha256);
-        let wasm = match self.cache.load(&expected)? {
+        let expected_size = manifest.artifact.size_bytes;
+        let wasm = match self.cache.load(&expected, expected_size)? {
             Some(wasm) => wasm,
             None => {
-                let wasm = fs::read(path)?;
                 let subject = manifest.tool_ref().to_string();
-                let expected_size = manifest.artifact.size_bytes;
+                let size_mismatch = |found| Error::SizeMismatch {
+                    what: "artifact",
+                    subject: subject.clone(),
+                    found,
+                    expected: expected_size,
+                };
+                // Bounded by the signed size: a larger file is refused by its size alone, and
+                // one that grows while read is cut one byte past it.
+                let (file, meta) = fs::open_regular(path)?;
+                if meta.len() != expected_size {
+                    return Err(size_mismatch(meta.len()));
+                }
+                let limit = ReadLimit::ARTIFACT.at_most(expected_size);
+                let wasm = fs::read_from(file, &meta, path, limit).map_err(|e| match e {
+                    // It grew while being read: one byte past the signed size was read.
+                    Error::FileTooLarge { .. } if limit.max_bytes() == expected_size => {
+                        size_mismatch(expected_size.saturating_add(1))
+                    }
+                    e => e,
+                })?;
                 if wasm.len() as u64 != expected_size {
-                    return Err(Error::SizeMismatch {
-                        what: "artifact",
-                        subject,
-                        found: wasm.len() as u64,
-                        expected: expected_size,
-                    });
+                    return Err(size_mismatch(wasm.len() as u64));
                 }
                 let found = Digest::of(&wasm);
                 if found != expected {

@@ -96,8 +96,8 @@ pub fn sign_manifest(manifest_bytes: &[u8], key: &SigningKey) -> ManifestSignatu
 ///
 /// # Errors
 ///
-/// Returns [`Error::UnknownKey`] if the signing key is not in `trust` and
-/// [`Error::BadSignature`] if the signature does not match the bytes.
+/// Returns [`Error::RevokedKey`] if `trust` revoked the signing key, [`Error::UnknownKey`] if it
+/// is not in `trust`, and [`Error::BadSignature`] if the signature does not match the bytes.
 pub fn verify_manifest(
     manifest_bytes: &[u8],
     signature: &ManifestSignature,
@@ -113,12 +113,7 @@ pub(crate) fn verify(
     trust: &TrustStore,
     subject: &str,
 ) -> Result<KeyId, Error> {
-    let key = trust
-        .get(&signature.key_id)
-        .ok_or_else(|| Error::UnknownKey {
-            subject: subject.to_owned(),
-            key_id: signature.key_id.clone(),
-        })?;
+    let key = trust.trusted(&signature.key_id, subject)?;
     key.verifying_key()
         .verify_strict(manifest_bytes, &signature.signature)
         .map_err(|_| Error::BadSignature {

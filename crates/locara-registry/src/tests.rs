@@ -7,8 +7,8 @@ use locara_manifest::{ToolManifest, ToolName, Version};
 
 use crate::{
     Digest, Error, ManifestSignature, PublicKey, PublishedTool, Registry, RegistryConfig,
-    SigningKey, TrustStore, VerifiedArtifact, generate_keypair, prepare_manifest, sign_manifest,
-    verify_manifest,
+    RejectedEntry, Revocation, SigningKey, TrustStore, VerifiedArtifact, generate_keypair,
+    prepare_manifest, sign_manifest, verify_manifest,
 };
 
 fn key(seed: u8) -> SigningKey {
@@ -614,4 +614,399 @@ fn manifest_round_trip_through_publish_is_byte_exact() {
     let bytes = std::fs::read_to_string(&published.manifest_path).unwrap();
     let manifest = ToolManifest::from_json(&bytes).unwrap();
     assert_eq!(manifest.to_json_pretty(), bytes);
+}
+
+/// Runs `check` on a thread of its own and fails the test when it has not returned within
+/// 20 s: a read that blocks on a FIFO must fail the test, not hang the suite.
+fn quickly<T: Send + 'static>(what: &str, check: impl FnOnce() -> T + Send + 'static) -> T {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || send.send(check()));
+    receive
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("{what} did not return within 20 s ({e}): it blocked"))
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+#[cfg(unix)]
+fn link_to_dev_zero(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    std::os::unix::fs::symlink("/dev/zero", path).unwrap();
+}
+
+/// What replaces a home file in the hostile-file tests.
+#[cfg(unix)]
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    Fifo,
+    DevZero,
+}
+
+#[cfg(unix)]
+impl Hostile {
+    const ALL: [Hostile; 2] = [Hostile::Fifo, Hostile::DevZero];
+
+    fn put(self, path: &Path) {
+        match self {
+            Hostile::Fifo => mkfifo(path),
+            Hostile::DevZero => link_to_dev_zero(path),
+        }
+    }
+
+    /// The kind the error names.
+    fn kind(self) -> &'static str {
+        match self {
+            Hostile::Fifo => "FIFO (named pipe)",
+            Hostile::DevZero => "character device",
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_or_dev_zero_in_place_of_a_registry_file_is_refused_quickly() {
+    for hostile in Hostile::ALL {
+        for file in [
+            "manifest.json",
+            "manifest.sig.json",
+            "text.chunk-0.1.0.wasm",
+        ] {
+            let f = Fixture::new();
+            let published = f.publish("text.chunk", "0.1.0", &wasm("chunk"));
+            let path = published.manifest_path.with_file_name(file);
+            hostile.put(&path);
+            let registry = f.reopen();
+            let err = quickly(
+                &format!("resolving with a {hostile:?} as {file}"),
+                move || registry.resolve(&"text.chunk".parse().unwrap()),
+            )
+            .unwrap_err();
+            assert_eq!(
+                f.render(&err),
+                format!(
+                    "refusing to read `$TMP/registry/tools/text.chunk/0.1.0/{file}`: it is a {}, not a regular file (Locara reads only regular files from its home; a FIFO could block it forever and a device such as /dev/zero never ends); replace it with the file that belongs there",
+                    hostile.kind()
+                )
+            );
+            // `list` reads manifests and signatures too: the entry is rejected, not waited on.
+            if file != "text.chunk-0.1.0.wasm" {
+                let registry = f.reopen();
+                let listing = quickly("listing", move || registry.list().unwrap());
+                assert!(
+                    matches!(
+                        listing.rejected[..],
+                        [RejectedEntry {
+                            error: Error::NotARegularFile { .. },
+                            ..
+                        }]
+                    ),
+                    "{listing:?}"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_or_dev_zero_in_place_of_a_key_trust_file_or_lockfile_is_refused_quickly() {
+    for hostile in Hostile::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_owned();
+        let path = root.join("k.secret.json");
+        hostile.put(&path);
+        let err = quickly("reading a secret key", move || {
+            SigningKey::read_file(&path).unwrap_err()
+        });
+        assert!(
+            matches!(err, Error::NotARegularFile { kind, .. } if kind == hostile.kind()),
+            "{err:?}"
+        );
+
+        let path = root.join("k.pub.json");
+        hostile.put(&path);
+        let err = quickly("reading a public key", move || {
+            PublicKey::read_file(&path).unwrap_err()
+        });
+        assert!(matches!(err, Error::NotARegularFile { .. }), "{err:?}");
+
+        // A trust directory with a hostile key file, then with a hostile revocation list.
+        let trust = root.join("trust");
+        std::fs::create_dir_all(&trust).unwrap();
+        hostile.put(&trust.join("evil.pub.json"));
+        let dir_ = trust.clone();
+        let err = quickly("loading the trust store", move || {
+            TrustStore::load_dir(&dir_).unwrap_err()
+        });
+        assert!(matches!(err, Error::NotARegularFile { .. }), "{err:?}");
+        std::fs::remove_file(trust.join("evil.pub.json")).unwrap();
+        hostile.put(&trust.join("revoked.json"));
+        let dir_ = trust.clone();
+        let err = quickly("loading the revocation list", move || {
+            TrustStore::load_dir(&dir_).unwrap_err()
+        });
+        assert!(matches!(err, Error::NotARegularFile { .. }), "{err:?}");
+
+        let lockfile = root.join("locara.lock");
+        hostile.put(&lockfile);
+        let config = RegistryConfig::new(root.join("registry")).with_lockfile(&lockfile);
+        let err = quickly("opening a registry", move || {
+            Registry::new(config).unwrap_err()
+        });
+        assert!(matches!(err, Error::NotARegularFile { .. }), "{err:?}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_or_dev_zero_in_the_cache_is_replaced_by_the_verified_bytes() {
+    for hostile in Hostile::ALL {
+        let f = Fixture::new();
+        let published = f.publish("text.chunk", "0.1.0", &wasm("chunk"));
+        f.resolve("text.chunk").unwrap();
+        let entry = f.cache_path(&published.artifact_digest);
+        hostile.put(&entry);
+        let registry = f.reopen();
+        let artifact = quickly("resolving from a hostile cache", move || {
+            registry.resolve(&"text.chunk".parse().unwrap()).unwrap()
+        });
+        assert_eq!(artifact.wasm(), wasm("chunk"));
+        assert_eq!(std::fs::read(&entry).unwrap(), wasm("chunk"));
+    }
+}
+
+#[test]
+fn home_files_are_read_up_to_a_bound() {
+    let f = Fixture::new();
+    let published = f.publish("text.chunk", "0.1.0", &wasm("chunk"));
+
+    // An artifact far larger than the signed size is refused by its size, without reading it:
+    // a sparse 8 GiB file takes no disk and, read whole, would take 8 GiB of memory.
+    let artifact = std::fs::File::create(&published.artifact_path).unwrap();
+    artifact.set_len(8 << 30).unwrap();
+    drop(artifact);
+    let registry = f.reopen();
+    let err = quickly("resolving an 8 GiB artifact", move || {
+        registry
+            .resolve(&"text.chunk".parse().unwrap())
+            .unwrap_err()
+    });
+    expect!["artifact size mismatch for text.chunk@0.1.0: found 8589934592 bytes, expected 13 (the artifact was modified after signing; rebuild with `cargo xtask build-tools` or reinstall)"].assert_eq(&f.render(&err));
+
+    // A manifest over 1 MiB is not a manifest Locara wrote.
+    let mut big = std::fs::read(&published.manifest_path).unwrap();
+    big.resize(1024 * 1024 + 1, b' ');
+    std::fs::write(&published.manifest_path, big).unwrap();
+    f.check_err(f.resolve("text.chunk"), expect!["refusing to read `$TMP/registry/tools/text.chunk/0.1.0/manifest.json`: it is larger than 1048576 bytes, the most a manifest may be here; it is not a file Locara wrote: replace it with the file that belongs there"]);
+
+    // The public helper applies the same rules to the files callers read themselves.
+    let path = f.dir.path().join("notes.json");
+    std::fs::write(&path, "12345").unwrap();
+    let limit = crate::ReadLimit::new("note", 4);
+    assert!(matches!(
+        crate::read_bounded(&path, limit),
+        Err(Error::FileTooLarge { limit: 4, .. })
+    ));
+    assert_eq!(
+        crate::read_bounded_to_string(&path, crate::ReadLimit::new("note", 5)).unwrap(),
+        "12345"
+    );
+    let err = crate::read_bounded(f.dir.path(), limit).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotARegularFile {
+                kind: "directory",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn secret_keys_are_created_owner_only_and_refused_when_others_can_reach_them() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let chmod = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let key = key(3);
+    let secret = dir.path().join("home/keys/publisher-3.secret.json");
+    key.write_file(&secret).unwrap();
+    assert_eq!(mode(&dir.path().join("home/keys")), 0o700);
+    assert_eq!(mode(&secret), 0o600);
+    // The home above it was made as usual, not private.
+    assert_eq!(mode(&dir.path().join("home")) & 0o700, 0o700);
+
+    // An existing directory is left as it is (it may be the current directory of `keygen`).
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    chmod(&shared, 0o755);
+    key.write_file(&shared.join("k.secret.json")).unwrap();
+    assert_eq!(mode(&shared), 0o755);
+    assert_eq!(mode(&shared.join("k.secret.json")), 0o600);
+
+    chmod(&secret, 0o640);
+    let err = SigningKey::read_file(&secret).unwrap_err();
+    let text = err
+        .to_string()
+        .replace(&dir.path().display().to_string(), "$TMP");
+    expect!["refusing to use the secret key file `$TMP/home/keys/publisher-3.secret.json`: its mode is 0640, so users other than its owner can reach it; run `chmod 600 $TMP/home/keys/publisher-3.secret.json`, and if anyone else could have read it, treat the key as leaked: make a new key and revoke this one (see docs/keys.md)"].assert_eq(&text);
+    chmod(&secret, 0o604);
+    assert!(matches!(
+        SigningKey::read_file(&secret),
+        Err(Error::SecretKeyExposed { mode: 0o604, .. })
+    ));
+    chmod(&secret, 0o400);
+    assert_eq!(
+        SigningKey::read_file(&secret).unwrap().key_id(),
+        key.key_id()
+    );
+}
+
+#[test]
+fn a_revoked_key_is_never_trusted_even_with_its_key_file_in_the_trust_directory() {
+    let f = Fixture::new();
+    f.publish("text.chunk", "0.1.0", &wasm("chunk"));
+    let trust_dir = f.dir.path().join("trust");
+    f.key
+        .public_key()
+        .write_file(&trust_dir.join("publisher-1.pub.json"))
+        .unwrap();
+    key2_public()
+        .write_file(&trust_dir.join("publisher-2.pub.json"))
+        .unwrap();
+    let config = |trust| {
+        RegistryConfig::new(f.dir.path().join("registry"))
+            .with_cache_dir(f.dir.path().join("cache"))
+            .with_trust(trust)
+    };
+    let trust = TrustStore::load_dir(&trust_dir).unwrap();
+    assert!(trust.revocations().next().is_none());
+    Registry::new(config(trust.clone()))
+        .unwrap()
+        .resolve(&"text.chunk".parse().unwrap())
+        .unwrap();
+
+    let mut trust = trust;
+    trust.revoke(
+        Revocation::of_key(f.key.public_key())
+            .with_reason("laptop stolen")
+            .with_revoked_at("2025-01-02T03:04:05Z"),
+    );
+    // Revoking by id alone is enough, and a later revocation of the same key replaces it.
+    trust.revoke(Revocation::new(key2_public().key_id().clone()));
+    let written = trust.write_revocations(&trust_dir).unwrap();
+    assert_eq!(written, trust_dir.join(crate::REVOCATION_FILE));
+    expect![[r#"
+        {
+          "revoked": [
+            {
+              "key_id": "ed25519:34750f98bd59fcfc",
+              "publisher": "publisher-1",
+              "public_key": "8a88e3dd7409f195fd52db2d3cba5d72ca6709bf1d94121bf3748801b40f6f5c",
+              "reason": "laptop stolen",
+              "revoked_at": "2025-01-02T03:04:05Z"
+            },
+            {
+              "key_id": "ed25519:6a3803d5f059902a"
+            }
+          ]
+        }
+    "#]]
+    .assert_eq(&std::fs::read_to_string(&written).unwrap());
+
+    // Loaded back: both key files are still there, neither key is trusted.
+    let trust = TrustStore::load_dir(&trust_dir).unwrap();
+    assert_eq!(trust.listed_keys().count(), 2);
+    assert_eq!(trust.len(), 0);
+    assert!(trust.is_empty());
+    assert!(trust.get(f.key.key_id()).is_none());
+    assert_eq!(
+        trust.revocation(f.key.key_id()).unwrap().reason.as_deref(),
+        Some("laptop stolen")
+    );
+    let registry = Registry::new(config(trust.clone())).unwrap();
+    let err = registry
+        .resolve(&"text.chunk".parse().unwrap())
+        .unwrap_err();
+    expect!["text.chunk@0.1.0 is signed by ed25519:34750f98bd59fcfc, which was revoked on 2025-01-02T03:04:05Z (laptop stolen): a revoked key is never trusted, even while its `.pub.json` is still in the trust directory; ask the publisher for a copy signed by their new key, or, if the revocation was a mistake, remove it from `trust/revoked.json` (see docs/keys.md)"].assert_eq(&f.render(&err));
+    let listing = registry.list().unwrap();
+    assert!(listing.tools.is_empty());
+    assert!(
+        matches!(
+            listing.rejected[..],
+            [RejectedEntry {
+                error: Error::RevokedKey { .. },
+                ..
+            }]
+        ),
+        "{listing:?}"
+    );
+    // Adding the key again in code does not trust it either.
+    let trust = trust.with_key(f.key.public_key().clone());
+    let signature = sign_manifest(b"{}", &f.key);
+    assert!(matches!(
+        verify_manifest(b"{}", &signature, &trust),
+        Err(Error::RevokedKey { .. })
+    ));
+    // A key revoked without being trusted is named as revoked, not as unknown.
+    let stranger = TrustStore::new().with_revocation(Revocation::new(f.key.key_id().clone()));
+    let err = verify_manifest(b"{}", &signature, &stranger).unwrap_err();
+    expect!["manifest is signed by ed25519:34750f98bd59fcfc, which was revoked: a revoked key is never trusted, even while its `.pub.json` is still in the trust directory; ask the publisher for a copy signed by their new key, or, if the revocation was a mistake, remove it from `trust/revoked.json` (see docs/keys.md)"].assert_eq(&err.to_string());
+}
+
+#[test]
+fn a_malformed_revocation_list_fails_the_whole_trust_store() {
+    let dir = tempfile::tempdir().unwrap();
+    key(1)
+        .public_key()
+        .write_file(&dir.path().join("publisher-1.pub.json"))
+        .unwrap();
+    let load = |json: &str| {
+        std::fs::write(dir.path().join("revoked.json"), json).unwrap();
+        TrustStore::load_dir(dir.path())
+            .unwrap_err()
+            .to_string()
+            .replace(&dir.path().display().to_string(), "$TMP")
+    };
+    expect!["malformed revocation list `$TMP/revoked.json`: invalid key id `ed25519:XYZ`: expected `ed25519:` followed by 16 lowercase hex characters"].assert_eq(&load(r#"{"revoked": [{"key_id": "ed25519:XYZ"}]}"#));
+    // A public key that is not the key the id names.
+    let other = hex::encode(key(2).public_key().to_bytes());
+    expect!["key id mismatch in revocation list `$TMP/revoked.json`: the file says ed25519:34750f98bd59fcfc, but its key is ed25519:6a3803d5f059902a (the file was edited by hand; regenerate or restore it)"].assert_eq(&load(&format!(
+        r#"{{"revoked": [{{"key_id": "ed25519:34750f98bd59fcfc", "public_key": "{other}"}}]}}"#
+    )));
+    expect!["malformed revocation list `$TMP/revoked.json`: unknown field `why`, expected one of `key_id`, `publisher`, `public_key`, `reason`, `revoked_at` at line 1 column 57"].assert_eq(&load(r#"{"revoked": [{"key_id": "ed25519:34750f98bd59fcfc", "why": "x"}]}"#));
+}
+
+#[test]
+fn receipt_errors_name_the_receipt_and_a_revoked_host_key() {
+    let host = key(4);
+    let signed = crate::SignedReceipt::sign(serde_json::json!({"tool": "text.chunk@0.1.0"}), &host);
+    let trust = TrustStore::new().with_key(host.public_key().clone());
+    assert_eq!(signed.verify(&trust).unwrap(), *host.key_id());
+
+    let mut changed = signed.clone();
+    changed.receipt["tool"] = serde_json::json!("text.chunk@9.9.9");
+    expect!["the receipt's signature by ed25519:c5b940ed3f65c391 does not verify: the receipt was changed after it was signed, or it was not signed by that key; do not rely on anything it says"].assert_eq(&changed.verify(&trust).unwrap_err().to_string());
+
+    let other = TrustStore::new().with_key(key2_public());
+    expect!["the receipt is signed by key ed25519:c5b940ed3f65c391, which is not the host key it was checked against; check it with the public key of the host that wrote it"].assert_eq(&signed.verify(&other).unwrap_err().to_string());
+
+    let revoked = trust.with_revocation(
+        Revocation::new(host.key_id().clone()).with_revoked_at("2025-01-02T03:04:05Z"),
+    );
+    expect!["the receipt is signed by key ed25519:c5b940ed3f65c391, which was revoked on 2025-01-02T03:04:05Z: do not rely on anything it says (a revoked host key may have signed it after it leaked)"].assert_eq(&signed.verify(&revoked).unwrap_err().to_string());
 }
