@@ -170,15 +170,20 @@ fn build_tools(home: &Path) -> Result<()> {
 }
 
 /// The development signing key of `home`, created (with its trusted public half) if missing.
+///
+/// The secret key file is created mode 0600 in `<home>/keys`, itself created mode 0700 when
+/// missing, both by `SigningKey::write_file`; a key file others can read is refused when read.
 fn dev_key(home: &Path) -> Result<SigningKey> {
     let secret = home
         .join("keys")
         .join(format!("{DEV_PUBLISHER}.secret.json"));
     let public = home.join("trust").join(format!("{DEV_PUBLISHER}.pub.json"));
-    let key = if secret.is_file() {
-        SigningKey::read_file(&secret)?
+    // Anything at the path (not only a regular file) is read, so that a FIFO or a device there
+    // is refused rather than taken for a missing key.
+    let key = if secret.symlink_metadata().is_ok() {
+        SigningKey::read_file(&secret)
+            .with_context(|| format!("reading the development key {}", secret.display()))?
     } else {
-        std::fs::create_dir_all(secret.parent().expect("has a parent"))?;
         let key = generate_keypair(DEV_PUBLISHER)?;
         key.write_file(&secret)?;
         eprintln!(
@@ -244,4 +249,28 @@ fn rfc3339_now() -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+#[cfg(test)]
+mod dev_key_tests {
+    use super::dev_key;
+
+    #[cfg(unix)]
+    #[test]
+    fn the_dev_key_is_created_owner_only_in_an_owner_only_directory() {
+        use std::os::unix::fs::PermissionsExt as _;
+
+        let home =
+            std::env::temp_dir().join(format!("locara-xtask-dev-key-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let key = dev_key(&home).unwrap();
+        let mode =
+            |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&home.join("keys")), 0o700);
+        assert_eq!(mode(&home.join("keys/locara-dev.secret.json")), 0o600);
+        assert!(home.join("trust/locara-dev.pub.json").is_file());
+        // The second run reads the same key back.
+        assert_eq!(dev_key(&home).unwrap().key_id(), key.key_id());
+        std::fs::remove_dir_all(&home).unwrap();
+    }
 }
