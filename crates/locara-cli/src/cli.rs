@@ -52,8 +52,25 @@ approved by --yes, --policy, or at the terminal. Results come back in the order 
 /// `locara verify-receipt --help`: the long description, set on the subcommand, where clap reads it.
 const VERIFY_RECEIPT_LONG_ABOUT: &str = "\
 Check a receipt written by `locara run --receipt FILE`: its signature by a trusted host key, that
-the tool it names is the one in this home's registry (manifest and artifact digests), and, when
-given, that the arguments and output files hash to what it says. Prints one line per check.";
+neither that key nor the publisher key of the tool it names is revoked in this home
+(`<home>/trust/revoked.json`), that the tool is the one in this home's registry (manifest and
+artifact digests), and, when given, that the arguments and output files hash to what it says.
+
+Prints one line per check. When every check passes, the receipt's summary comes first; when one
+fails, the FAIL lines come first and the receipt's claims last, marked unverified. Exit 0 when
+every check passed, 1 when one failed, 2 when the receipt cannot be read.";
+
+/// `locara trust revoke --help`.
+const TRUST_REVOKE_LONG_ABOUT: &str = "\
+Revoke a key: record it in `<home>/trust/revoked.json` with the date and --reason. A revoked key is
+never trusted again, even while its `.pub.json` stays in `<home>/trust`: tools it signed no longer
+resolve or run (the error names the key and says it was revoked), `locara verify` reports them as
+FAIL, and `locara verify-receipt` rejects receipts it signed and receipts of tools it signed.
+
+Revoke a publisher key after a new one is trusted and its tools re-published (see docs/keys.md),
+or at once when it leaked. Revoking the home's receipt key (`<home>/keys/receipts.pub.json`) stops
+`run --receipt` from signing with it until it is moved away. To undo a mistaken revocation,
+remove its entry from revoked.json.";
 
 /// `locara chain --help`: the long description, set on the subcommand, where clap reads it.
 const CHAIN_LONG_ABOUT: &str = "\
@@ -66,9 +83,10 @@ manifest, is granted (read-only unless --allow-write).";
 
 /// `locara verify --help`: the long description, set on the subcommand, where clap reads it.
 const VERIFY_LONG_ABOUT: &str = "\
-Verify tools fully: a trusted signature over the manifest, the artifact's size and sha256 against
-the signed manifest, and the lockfile's pins. Prints one line per tool, `ok` or `FAIL` with the
-reason, including registry entries that cannot even be listed.
+Verify tools fully: a signature over the manifest by a trusted key that is not revoked
+(`<home>/trust/revoked.json`), the artifact's size and sha256 against the signed manifest, and the
+lockfile's pins. Prints one line per tool, `ok` or `FAIL` with the reason, including registry
+entries that cannot even be listed.
 
 Registry tools are checked from the registry's own files (not the cache), and nothing is written
 to the home. With --manifest, checks one tool outside the registry instead.";
@@ -293,6 +311,10 @@ pub(crate) enum Command {
     #[command(long_about = SERVE_LONG_ABOUT)]
     Serve(ServeArgs),
 
+    /// The publisher keys this home trusts (`<home>/trust`), and revoking one
+    #[command(subcommand)]
+    Trust(TrustCommand),
+
     /// Manage the models tools depend on (`<home>/models`)
     #[command(subcommand)]
     Models(ModelsCommand),
@@ -326,6 +348,23 @@ pub(crate) enum ModelsCommand {
     },
     /// List each model of each registry tool and whether it is installed
     List,
+}
+
+/// `locara trust`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TrustCommand {
+    /// List the keys in `<home>/trust`, trusted or revoked, and every revocation
+    List,
+    /// Revoke a key: never trust what it signed again, even while its `.pub.json` is in
+    /// `<home>/trust`
+    #[command(long_about = TRUST_REVOKE_LONG_ABOUT)]
+    Revoke {
+        /// The key's id, `ed25519:` and 16 hex characters (`locara trust list` shows them)
+        key_id: String,
+        /// Why it is revoked; recorded, and shown in the errors of what it signed
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 /// `locara tools`.

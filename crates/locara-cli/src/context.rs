@@ -113,7 +113,7 @@ impl Context {
         self.home.join("trust")
     }
 
-    /// `<home>/keys`: the host's own keys (the receipt key).
+    /// `<home>/keys`: the host's own keys (the receipt key), made mode 0700 when missing.
     pub(crate) fn keys_dir(&self) -> PathBuf {
         self.home.join("keys")
     }
@@ -135,7 +135,9 @@ impl Context {
         ))
     }
 
-    /// The keys in `<home>/trust` (none when the directory does not exist).
+    /// The keys in `<home>/trust` and its revocation list, `revoked.json` (none when the
+    /// directory does not exist). Its files are read as every home file: regular files only,
+    /// bounded.
     pub(crate) fn trust(&self) -> anyhow::Result<TrustStore> {
         let dir = self.trust_dir();
         if !dir.is_dir() {

@@ -1,6 +1,6 @@
 //! `locara`: the command line over `locara-facade` (list, search, describe, run, chain, batch,
 //! tool definitions and tool calls in LLM formats), `locara-mcp` (serve) and `locara-registry`
-//! (verify, verify-receipt, keygen, sign, publish).
+//! (verify, verify-receipt, keygen, sign, publish, trust).
 //!
 //! It sits on top of every library crate and adds only what a terminal needs: finding the home,
 //! turning flags into a request and the response into text. It does not validate, hash or sign
@@ -24,6 +24,7 @@ mod publish;
 mod receipts;
 mod run;
 mod serve;
+mod trust;
 mod verify;
 
 #[cfg(test)]
@@ -35,7 +36,7 @@ use clap::Parser as _;
 
 use crate::{
     arguments::Stdin,
-    cli::{Cli, Command, ModelsCommand, ToolsCommand},
+    cli::{Cli, Command, ModelsCommand, ToolsCommand, TrustCommand},
     context::Context,
 };
 
@@ -74,6 +75,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::VerifyReceipt(args) => receipts::verify_receipt(&ctx, args),
         Command::Serve(args) => serve::serve(&ctx, args),
         Command::Verify(args) => verify::verify(&ctx, args),
+        Command::Trust(TrustCommand::List) => trust::list(&ctx),
+        Command::Trust(TrustCommand::Revoke { key_id, reason }) => {
+            trust::revoke(&ctx, key_id, reason.as_deref())
+        }
         Command::Models(ModelsCommand::Fetch { tools }) => models::fetch(&ctx, tools),
         Command::Models(ModelsCommand::List) => models::list(&ctx),
         Command::Tools(ToolsCommand::Export { format }) => catalog::export(&ctx, format.kind()),

@@ -7,13 +7,15 @@ use std::process::ExitCode;
 use anyhow::{Context as _, format_err};
 use locara_manifest::{Lockfile, ToolManifest};
 use locara_registry::{
-    KeyId, Registry, RegistryConfig, SigningKey, generate_keypair, prepare_manifest, sign_manifest,
+    KeyId, ReadLimit, Registry, RegistryConfig, SigningKey, generate_keypair, prepare_manifest,
+    read_bounded_to_string, sign_manifest,
 };
 use serde_json::{Value, json};
 
 use crate::{context::Context, output};
 
-/// `locara keygen`.
+/// `locara keygen`. The secret key file is created mode 0600, and `--out`, when it does not
+/// exist, mode 0700 (by the registry's `SigningKey::write_file`).
 pub(crate) fn keygen(ctx: &Context, publisher: &str, out: &Path) -> anyhow::Result<ExitCode> {
     if publisher.is_empty() || publisher.starts_with('.') || publisher.contains(['/', '\\']) {
         return Err(format_err!(
@@ -189,9 +191,19 @@ fn beside(file: &Path, name: &str) -> PathBuf {
     }
 }
 
-/// Tells on stderr when the home does not trust `key_id` yet.
+/// Tells on stderr when the home does not trust `key_id` yet, or revoked it.
 fn note_untrusted(ctx: &Context, key_id: &KeyId, public_file: &str) {
-    if ctx.trust().is_ok_and(|trust| trust.get(key_id).is_none()) {
+    let Ok(trust) = ctx.trust() else {
+        return;
+    };
+    if trust.revocation(key_id).is_some() {
+        eprintln!(
+            "note: {key_id} is revoked in {}: Locara refuses what it signs; sign with a new key (see docs/keys.md)",
+            ctx.trust_dir()
+                .join(locara_registry::REVOCATION_FILE)
+                .display()
+        );
+    } else if trust.get(key_id).is_none() {
         eprintln!(
             "note: {key_id} is not trusted by {}: Locara refuses what it signed until you copy `{public_file}` into {}",
             ctx.home.display(),
@@ -202,7 +214,8 @@ fn note_untrusted(ctx: &Context, key_id: &KeyId, public_file: &str) {
 
 /// Tells on stderr when the lockfile pins this version with other bytes.
 fn note_lock_mismatch(ctx: &Context, manifest: &ToolManifest, artifact_sha256: &str) {
-    let Ok(text) = std::fs::read_to_string(ctx.lockfile()) else {
+    // Read as the registry reads it: a FIFO or a device there is refused, not waited on.
+    let Ok(text) = read_bounded_to_string(&ctx.lockfile(), ReadLimit::LOCKFILE) else {
         return;
     };
     let Ok(lockfile) = Lockfile::from_json(&text) else {

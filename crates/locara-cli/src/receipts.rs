@@ -1,31 +1,57 @@
 //! Receipts on the command line: the home's receipt key, and `verify-receipt`.
 //!
-//! The key is `<home>/keys/receipts.secret.json` (mode 0600), made on first use, with its
-//! public half beside it as `receipts.pub.json`: give that file to whoever checks receipts.
+//! The key is `<home>/keys/receipts.secret.json` (mode 0600, in `<home>/keys`, mode 0700 when
+//! made here), made on first use, with its public half beside it as `receipts.pub.json`: give
+//! that file to whoever checks receipts. A receipt key revoked in `<home>/trust/revoked.json`
+//! signs nothing more, and receipts it signed, or whose tool's publisher key is revoked, fail
+//! `verify-receipt`.
+//!
+//! `verify-receipt` prints its verdict before anything the receipt claims: when a check fails,
+//! the FAIL lines come first and the receipt's claims follow, marked as unverified.
 
 use std::{path::Path, process::ExitCode};
 
 use anyhow::{Context as _, format_err};
 use locara_facade::{RECEIPT_FORMAT, Receipt, SignedReceipt, SigningKey, ToolRef, receipt_digest};
-use locara_registry::{PublicKey, TrustStore, generate_keypair};
+use locara_registry::{Error, KeyId, PublicKey, TrustStore, generate_keypair};
 
 use crate::{cli::VerifyReceiptArgs, context::Context, output};
 
 /// The receipt key's publisher name and file base name.
 const RECEIPT_KEY: &str = "receipts";
 
-/// The home's receipt key, made on first use.
+/// The home's receipt key, made on first use; refused when the home revoked it.
 pub(crate) fn host_key(ctx: &Context) -> anyhow::Result<SigningKey> {
     let dir = ctx.keys_dir();
     let secret = dir.join(format!("{RECEIPT_KEY}.secret.json"));
-    if secret.is_file() {
-        return SigningKey::read_file(&secret)
-            .with_context(|| format!("cannot read the receipt key {}", secret.display()));
+    let public = dir.join(format!("{RECEIPT_KEY}.pub.json"));
+    // Anything at the path (a FIFO, a symlink to a device) is read, and refused, rather than
+    // taken for a missing key.
+    if secret.symlink_metadata().is_ok() {
+        let key = SigningKey::read_file(&secret)
+            .with_context(|| format!("cannot read the receipt key {}", secret.display()))?;
+        if let Some(revocation) = ctx.trust()?.revocation(key.key_id()) {
+            return Err(format_err!(
+                "the receipt key {} ({}) is revoked in {}{}: it signs no more receipts; move {} and {} out of {} and a new key is made on the next `run --receipt`",
+                key.key_id(),
+                secret.display(),
+                ctx.trust_dir()
+                    .join(locara_registry::REVOCATION_FILE)
+                    .display(),
+                revocation
+                    .reason
+                    .as_ref()
+                    .map_or_else(String::new, |r| format!(" ({r})")),
+                secret.display(),
+                public.display(),
+                dir.display(),
+            ));
+        }
+        return Ok(key);
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // The key's directory is made mode 0700 and the file mode 0600, by the registry.
     let key = generate_keypair(RECEIPT_KEY)?;
     key.write_file(&secret)?;
-    let public = dir.join(format!("{RECEIPT_KEY}.pub.json"));
     key.public_key().write_file(&public)?;
     eprintln!(
         "made the receipt key {} (its public key, for checking receipts: {})",
@@ -51,14 +77,26 @@ pub(crate) fn verify_receipt(ctx: &Context, args: &VerifyReceiptArgs) -> anyhow:
             key_file.display()
         )
     })?;
+    // The home's revocations apply to receipt keys as to publisher keys.
+    let home_trust = ctx.trust()?;
+    let mut trust = TrustStore::new().with_key(key.clone());
+    for revocation in home_trust.revocations() {
+        trust.revoke(revocation.clone());
+    }
     let mut checks = Checks::default();
-    let trust = TrustStore::new().with_key(key);
     checks.add(
         "signature",
         signed
             .verify(&trust)
             .map(|id| format!("signed by {} (key {id})", key_file.display()))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| match e {
+                Error::UnknownReceiptKey { .. } => format!(
+                    "{e} (checked against {}, key {}; pass the key that signed it with --key)",
+                    key_file.display(),
+                    key.key_id()
+                ),
+                e => e.to_string(),
+            }),
     );
     let receipt: Receipt = serde_json::from_value(signed.receipt.clone()).with_context(|| {
         format!(
@@ -73,6 +111,7 @@ pub(crate) fn verify_receipt(ctx: &Context, args: &VerifyReceiptArgs) -> anyhow:
             receipt.format
         ));
     }
+    checks.add("publisher", publisher_check(&home_trust, &receipt));
     checks.add("tool", registry_check(ctx, &receipt));
     if let Some(path) = &args.arguments {
         checks.add(
@@ -98,7 +137,7 @@ pub(crate) fn verify_receipt(ctx: &Context, args: &VerifyReceiptArgs) -> anyhow:
         },
     );
     let summary = format!(
-        "{} {} on {}, {} ms, approval: {approval}\n",
+        "{} {} on {}, {} ms, approval: {approval}",
         receipt.tool,
         if receipt.ok { "succeeded" } else { "failed" },
         receipt.engine,
@@ -111,15 +150,7 @@ pub(crate) fn verify_receipt(ctx: &Context, args: &VerifyReceiptArgs) -> anyhow:
             "receipt": receipt,
         }))?;
     } else {
-        output::stdout(&summary)?;
-        for line in &checks.lines {
-            output::stdout(&format!(
-                "{:4}  {:9}  {}\n",
-                if line["ok"] == true { "ok" } else { "FAIL" },
-                line["check"].as_str().unwrap_or_default(),
-                line["detail"].as_str().unwrap_or_default()
-            ))?;
-        }
+        output::stdout(&checks.report(&summary))?;
     }
     Ok(if checks.ok {
         ExitCode::SUCCESS
@@ -144,6 +175,39 @@ impl Default for Checks {
 }
 
 impl Checks {
+    /// The text report. When every check passed, the receipt's claims are verified and come
+    /// first. When one failed, the FAIL lines come first (someone skimming sees the verdict
+    /// before any claim), then the checks that passed, then the claims, marked unverified.
+    fn report(&self, summary: &str) -> String {
+        let line = |line: &serde_json::Value| {
+            format!(
+                "{:4}  {:9}  {}\n",
+                if line["ok"] == true { "ok" } else { "FAIL" },
+                line["check"].as_str().unwrap_or_default(),
+                line["detail"].as_str().unwrap_or_default()
+            )
+        };
+        let mut text = String::new();
+        if self.ok {
+            text.push_str(summary);
+            text.push('\n');
+            for l in &self.lines {
+                text.push_str(&line(l));
+            }
+            return text;
+        }
+        for l in self.lines.iter().filter(|l| l["ok"] != true) {
+            text.push_str(&line(l));
+        }
+        for l in self.lines.iter().filter(|l| l["ok"] == true) {
+            text.push_str(&line(l));
+        }
+        text.push_str(&format!(
+            "the receipt did not verify; what it claims, unverified: {summary}\n"
+        ));
+        text
+    }
+
     fn add(&mut self, check: &str, result: Result<String, String>) {
         self.ok &= result.is_ok();
         let (ok, detail) = match result {
@@ -152,6 +216,33 @@ impl Checks {
         };
         self.lines
             .push(serde_json::json!({"check": check, "ok": ok, "detail": detail}));
+    }
+}
+
+/// The publisher key that signed the tool when it ran is not revoked now. (The tool check
+/// resolves today's registry, which may hold the same manifest re-signed by a new key.)
+fn publisher_check(trust: &TrustStore, receipt: &Receipt) -> Result<String, String> {
+    let key_id: KeyId = receipt.publisher_key_id.parse().map_err(|e| {
+        format!(
+            "the receipt names an invalid publisher key `{}`: {e}",
+            receipt.publisher_key_id
+        )
+    })?;
+    match trust.revocation(&key_id) {
+        Some(revocation) => {
+            let mut detail = String::new();
+            if let Some(at) = &revocation.revoked_at {
+                detail.push_str(&format!(" on {at}"));
+            }
+            if let Some(reason) = &revocation.reason {
+                detail.push_str(&format!(" ({reason})"));
+            }
+            Err(format!(
+                "{} ran signed by {key_id}, which this home revoked{detail}: what that key signed is no longer trusted",
+                receipt.tool
+            ))
+        }
+        None => Ok(format!("{key_id} is not revoked in this home")),
     }
 }
 

@@ -3,13 +3,15 @@
 //! Registry tools are resolved from the registry's own files through a scratch cache, so a
 //! tampered registry file is caught even when the home's cache still holds good bytes, and
 //! nothing in the home is written. The lockfile's pins are checked for the pinned versions.
+//! A tool signed by a key revoked in `<home>/trust/revoked.json` is a FAIL (`revoked key`),
+//! even while that key's `.pub.json` is still in `<home>/trust`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use locara_manifest::{Lockfile, ToolManifest};
-use locara_registry::{Error, Registry, RegistryConfig, VerifiedArtifact};
+use locara_registry::{Error, ReadLimit, Registry, RegistryConfig, VerifiedArtifact, read_bounded};
 use serde_json::json;
 
 use crate::{
@@ -87,7 +89,8 @@ fn verify_registry(ctx: &Context, scratch: &Path, names: &[String]) -> anyhow::R
 
     let plain = ctx.registry(scratch)?;
     let lock_path = ctx.lockfile();
-    let locked = if lock_path.is_file() {
+    // Whatever is at the path is opened (and a FIFO or device refused), not skipped as missing.
+    let locked = if lock_path.symlink_metadata().is_ok() {
         let config = RegistryConfig::new(ctx.registry_dir())
             .with_cache_dir(scratch)
             .with_trust(plain.trust().clone())
@@ -201,10 +204,12 @@ fn verify_file(
     })
 }
 
-/// The wasm module a manifest names: its `artifact.url`, beside the manifest.
+/// The wasm module a manifest names: its `artifact.url`, beside the manifest. The manifest is
+/// read as the registry reads it (a regular file of at most 1 MiB), so that a FIFO given as
+/// `--manifest` is refused here rather than waited on.
 fn default_wasm(manifest: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
-    let bytes =
-        std::fs::read(manifest).with_context(|| format!("cannot read {}", manifest.display()))?;
+    let bytes = read_bounded(manifest, ReadLimit::MANIFEST)
+        .with_context(|| format!("cannot read {}", manifest.display()))?;
     let parsed = ToolManifest::from_slice(&bytes).with_context(|| {
         format!(
             "cannot find the wasm module of {}: pass --wasm",
@@ -294,6 +299,7 @@ fn reason(error: &Error) -> &'static str {
         Error::Malformed { .. } => "malformed",
         Error::KeyIdMismatch { .. } => "key id mismatch",
         Error::Unsigned { .. } => "unsigned",
+        Error::RevokedKey { .. } => "revoked key",
         Error::UnknownKey { .. } => "unknown key",
         Error::BadSignature { .. } => "bad signature",
         Error::IdentityMismatch { .. } => "identity mismatch",
@@ -302,6 +308,8 @@ fn reason(error: &Error) -> &'static str {
         Error::LockMismatch { .. } => "lock mismatch",
         Error::Rollback { .. } => "rollback",
         Error::ToolNotFound { .. } => "not found",
+        Error::NotARegularFile { .. } => "not a regular file",
+        Error::FileTooLarge { .. } => "too large",
         _ => "error",
     }
 }
