@@ -139,7 +139,9 @@ impl ResolvedCall {
 /// so the default, nothing, is what a call gets when the check did not run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grant {
-    pub(crate) workspace: Option<(PathBuf, DirPerms)>,
+    /// The workspace (canonical), the canonical directory of the grant it lies in, and what the
+    /// tool may do there.
+    pub(crate) workspace: Option<(PathBuf, PathBuf, DirPerms)>,
     /// The hosts `web.fetch` may reach: the tool's, bounded by the app's.
     pub(crate) hosts: Vec<String>,
     /// Whether the tool may use `llm.chat`.
@@ -159,7 +161,13 @@ impl Grant {
 
     /// The directory the tool sees at `/workspace`, and whether it may write there.
     pub fn workspace(&self) -> Option<(&PathBuf, DirPerms)> {
-        self.workspace.as_ref().map(|(p, perms)| (p, *perms))
+        self.workspace.as_ref().map(|(p, _, perms)| (p, *perms))
+    }
+
+    /// The app's granted directory the workspace lies in (canonical): the sandbox opens it and
+    /// walks down to the workspace without following links.
+    pub fn workspace_root(&self) -> Option<&PathBuf> {
+        self.workspace.as_ref().map(|(_, root, _)| root)
     }
 }
 

@@ -102,8 +102,10 @@ impl Execute {
             .program_name(program)
             .with_args(argv)
             .collecting("out");
-        if let Some((dir, perms)) = call.grant.workspace() {
-            caps = caps.preopened_dir(dir, WORKSPACE_GUEST_PATH, perms);
+        if let (Some((dir, perms)), Some(root)) =
+            (call.grant.workspace(), call.grant.workspace_root())
+        {
+            caps = caps.preopened_dir_beneath(root, dir, WORKSPACE_GUEST_PATH, perms);
         }
         if let Some(models) = &call.models {
             caps = caps.preopened_dir(models, MODELS_GUEST_PATH, DirPerms::ReadOnly);

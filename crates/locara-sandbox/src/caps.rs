@@ -27,6 +27,9 @@ pub struct Preopen {
     pub guest: String,
     /// What the guest may do in it.
     pub perms: DirPerms,
+    /// A trusted directory `host` lies in (see [`Capabilities::preopened_dir_beneath`]): when
+    /// set, `host` is reached from it one component at a time, never through a link.
+    pub beneath: Option<PathBuf>,
 }
 
 /// The capabilities a call is given.
@@ -79,6 +82,32 @@ impl Capabilities {
             host: host.into(),
             guest: guest.into(),
             perms,
+            beneath: None,
+        });
+        self
+    }
+
+    /// Makes `host`, a directory inside the trusted directory `root`, visible to the guest at
+    /// `guest` with `perms`; `host` is typically the canonical path of a directory a user
+    /// selected inside a directory the app granted.
+    ///
+    /// When the call starts, `root` is opened and every component from it down to `host` is
+    /// opened without following a link: should one of them have been replaced by a link since
+    /// `host` was checked (by an earlier call with write access, or another process), the
+    /// call fails with [`Error::Preopen`](crate::Error::Preopen) instead of preopening where
+    /// the link points. `host` outside `root` is refused the same way.
+    pub fn preopened_dir_beneath(
+        mut self,
+        root: impl Into<PathBuf>,
+        host: impl Into<PathBuf>,
+        guest: impl Into<String>,
+        perms: DirPerms,
+    ) -> Self {
+        self.preopens.push(Preopen {
+            host: host.into(),
+            guest: guest.into(),
+            perms,
+            beneath: Some(root.into()),
         });
         self
     }

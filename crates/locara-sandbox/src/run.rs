@@ -33,11 +33,9 @@ pub(crate) fn prepare(
     let started = Instant::now();
     let mut preopens = Vec::new();
     for preopen in &caps.preopens {
-        let dir = Dir::open_ambient_dir(&preopen.host, ambient_authority()).map_err(|source| {
-            Error::Preopen {
-                path: preopen.host.clone(),
-                source,
-            }
+        let dir = open_preopen(preopen).map_err(|source| Error::Preopen {
+            path: preopen.host.clone(),
+            source,
         })?;
         preopens.push((
             dir,
@@ -85,6 +83,41 @@ pub(crate) fn prepare(
         wasi.stage(&caps.staged)?;
     }
     Ok((wasi, Call { started }))
+}
+
+/// Opens a preopened directory: by its path, or, for one given with a trusted root, from that
+/// root one component at a time without following a link.
+fn open_preopen(preopen: &crate::Preopen) -> std::io::Result<Dir> {
+    let Some(root) = &preopen.beneath else {
+        return Dir::open_ambient_dir(&preopen.host, ambient_authority());
+    };
+    let below = preopen.host.strip_prefix(root).map_err(|_| {
+        std::io::Error::other(format!(
+            "{} is not inside {}",
+            preopen.host.display(),
+            root.display()
+        ))
+    })?;
+    let mut dir = Dir::open_ambient_dir(root, ambient_authority())?;
+    let mut walked = root.clone();
+    for component in below.components() {
+        let std::path::Component::Normal(name) = component else {
+            return Err(std::io::Error::other(format!(
+                "{} is not a plain path below {}",
+                preopen.host.display(),
+                root.display()
+            )));
+        };
+        walked.push(name);
+        if !dir.symlink_metadata(name)?.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "{} is a symbolic link or not a directory (it was a directory when the call was checked): a link or `..` leads out of the granted directory",
+                walked.display()
+            )));
+        }
+        dir = dir.open_dir_nofollow(name)?;
+    }
+    Ok(dir)
 }
 
 /// Refuses a temp-dir path that is not relative and made of plain components.

@@ -422,3 +422,48 @@ backend_test!(writes_through_a_planted_hard_link_are_refused, |kind| {
         scene.secret
     );
 });
+
+backend_test!(
+    a_workspace_swapped_for_a_link_after_its_check_is_not_preopened,
+    |kind| {
+        let scene = Scene::new(kind);
+        let granted = scene.path("granted");
+        std::fs::create_dir_all(granted.join("project")).unwrap();
+        let root = std::fs::canonicalize(&granted).unwrap();
+        let selected = root.join("project");
+        let caps = |perms| {
+            Capabilities::new().preopened_dir_beneath(&root, &selected, "/workspace", perms)
+        };
+        let list = json!({"op": "list", "path": "/workspace"});
+        let run = |caps: &Capabilities| {
+            scene
+                .module
+                .run(list.to_string().as_bytes(), &Limits::default(), caps)
+        };
+        // Checked as a directory of the grant, then, before the call opens it, replaced by a link
+        // out (as an earlier call with write access, or another process, could do).
+        assert!(run(&caps(DirPerms::ReadOnly)).is_ok());
+        std::fs::remove_dir(&selected).unwrap();
+        std::os::unix::fs::symlink(scene.path("outside"), &selected).unwrap();
+        for perms in [DirPerms::ReadOnly, DirPerms::ReadWrite] {
+            match run(&caps(perms)) {
+                Err(locara_sandbox::Error::Preopen { source, .. }) => assert!(
+                    source.to_string().contains("a link or `..` leads out"),
+                    "{source}"
+                ),
+                other => panic!("the link was followed: {other:?}"),
+            }
+        }
+        // A path that is not below the root is refused too.
+        let elsewhere = Capabilities::new().preopened_dir_beneath(
+            &root,
+            scene.path("outside"),
+            "/workspace",
+            DirPerms::ReadOnly,
+        );
+        assert!(matches!(
+            run(&elsewhere),
+            Err(locara_sandbox::Error::Preopen { .. })
+        ));
+    }
+);

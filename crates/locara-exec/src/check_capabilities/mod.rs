@@ -125,7 +125,7 @@ fn workspace(
     call: &ResolvedCall,
     grants: &Grants,
     denied: &dyn Fn(String, String) -> ExecError,
-) -> Result<Option<(std::path::PathBuf, DirPerms)>, ExecError> {
+) -> Result<Option<(std::path::PathBuf, std::path::PathBuf, DirPerms)>, ExecError> {
     let manifest = call.tool.manifest();
     let wants_write = match manifest.wasi_imports.fs.user_dir {
         UserDirAccess::None => return Ok(None),
@@ -177,11 +177,12 @@ fn workspace(
                 ),
             )
         })?;
-    let grant = grants
+    let (root, grant) = grants
         .fs
         .iter()
-        .filter(|g| std::fs::canonicalize(&g.path).is_ok_and(|root| dir.starts_with(root)))
-        .max_by_key(|g| g.write)
+        .filter_map(|g| Some((std::fs::canonicalize(&g.path).ok()?, g)))
+        .filter(|(root, _)| dir.starts_with(root))
+        .max_by_key(|(_, g)| g.write)
         .ok_or_else(|| {
             denied(
                 format!("access to {}", dir.display()),
@@ -200,7 +201,7 @@ fn workspace(
     } else {
         DirPerms::ReadOnly
     };
-    Ok(Some((dir, perms)))
+    Ok(Some((dir, root, perms)))
 }
 
 /// The tier's wire name, e.g. `side_effecting`.
