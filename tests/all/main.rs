@@ -6,6 +6,8 @@ mod tampering;
 mod minimal_host;
 // Tools an app ships itself, verified against the host's trusted keys.
 mod app_tools;
+// Issue 14's escape through a symlinked /tmp/out, and links below an output directory.
+mod escape;
 // What the code-exec tests share.
 mod code_exec_support;
 // The code-exec.lua tool: a Lua interpreter in the sandbox, on both engines.

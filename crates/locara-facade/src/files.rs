@@ -7,6 +7,11 @@ use std::{
 };
 
 use base64::Engine as _;
+use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
+use cap_std::{
+    ambient_authority,
+    fs::{Dir, OpenOptions},
+};
 use locara_exec::OutputFile;
 use locara_manifest::Grants;
 use locara_registry::Digest;
@@ -27,27 +32,37 @@ pub(crate) fn inline(files: Vec<OutputFile>) -> Vec<FileReport> {
         .collect()
 }
 
+/// An output directory the app granted, opened once, when the call was accepted: the files
+/// are written beneath this handle, so the directory checked is the directory written, and no
+/// link below it (one already there, or one a tool planted in an earlier call) is followed.
+#[derive(Debug)]
+pub(crate) struct OutputDir {
+    /// The directory's canonical path, for reports.
+    path: PathBuf,
+    dir: Dir,
+}
+
 /// Writes the files into `dir`, or returns them inline when there is none.
 ///
 /// An existing file is never overwritten: `page.pdf` becomes `page-1.pdf`, `page-2.pdf`, …
 pub(crate) fn deliver(
     files: Vec<OutputFile>,
-    dir: Option<&Path>,
+    dir: Option<&OutputDir>,
 ) -> Result<Vec<FileReport>, Error> {
-    let Some(dir) = dir else {
+    let Some(out) = dir else {
         return Ok(inline(files));
     };
     let mut reports = Vec::with_capacity(files.len());
     for file in files {
-        let path = write_new(dir, &file.path, &file.bytes).map_err(|e| {
+        let path = write_new(out, &file.path, &file.bytes).map_err(|e| {
             Error::new(
                 "output_dir",
                 format!(
                     "cannot write the output file {} into {}: {e}",
                     file.path,
-                    dir.display()
+                    out.path.display()
                 ),
-                "check that the output directory is writable and has space, then call again",
+                "check that the output directory is writable, has space and holds no symbolic link where the tool's files go, then call again",
             )
         })?;
         reports.push(FileReport {
@@ -61,12 +76,54 @@ pub(crate) fn deliver(
     Ok(reports)
 }
 
-/// Creates `name` (a `/`-separated relative path) under `dir`, or a suffixed sibling if it exists.
-fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    let target = dir.join(name);
-    if let Some(parent) = target.parent() {
-        fs::create_dir_all(parent)?;
+/// Opens the directory `name` in `dir` without following a link, creating it when missing; a
+/// link or a file there is an error naming it.
+fn open_or_create_dir(dir: &Dir, name: &str, shown: &Path) -> std::io::Result<Dir> {
+    match dir.symlink_metadata(name) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(meta) => {
+            let what = if meta.is_symlink() {
+                "a symbolic link"
+            } else {
+                "not a directory"
+            };
+            return Err(std::io::Error::other(format!(
+                "{} is {what}: Locara writes output files only into real directories below the output directory and follows no links",
+                shown.display()
+            )));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match dir.create_dir(name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        },
+        Err(e) => return Err(e),
     }
+    // `nofollow`: a link that appeared since the look above makes the open fail.
+    dir.open_dir_nofollow(name)
+}
+
+/// Creates `name` (a `/`-separated relative path) under `out`, or a suffixed sibling if it
+/// exists. Every directory below `out` is opened (or created) without following a link, and
+/// the file is created new, never opened through a link.
+fn write_new(out: &OutputDir, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let components: Vec<&str> = name.split('/').collect();
+    if components
+        .iter()
+        .any(|c| c.is_empty() || *c == "." || *c == ".." || c.contains('\0'))
+    {
+        return Err(std::io::Error::other(format!(
+            "{name:?} is not a plain relative path"
+        )));
+    }
+    let (file_name, parents) = components.split_last().unwrap_or((&"", &[]));
+    let mut dir = out.dir.try_clone()?;
+    let mut shown = out.path.clone();
+    for parent in parents {
+        shown.push(parent);
+        dir = open_or_create_dir(&dir, parent, &shown)?;
+    }
+    let target = Path::new(file_name);
     let stem = target
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -74,21 +131,23 @@ fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let ext = target
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()));
+    let mut options = OpenOptions::new();
+    options
+        .write(true)
+        .create_new(true)
+        .follow(FollowSymlinks::No);
     for n in 0..10_000u32 {
         let candidate = if n == 0 {
-            target.clone()
+            (*file_name).to_owned()
         } else {
-            target.with_file_name(format!("{stem}-{n}{}", ext.as_deref().unwrap_or("")))
+            format!("{stem}-{n}{}", ext.as_deref().unwrap_or(""))
         };
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
-        {
-            Ok(mut out) => {
-                out.write_all(bytes)?;
-                return Ok(candidate);
+        match dir.open_with(&candidate, &options) {
+            Ok(mut file) => {
+                file.write_all(bytes)?;
+                return Ok(shown.join(candidate));
             }
+            // An existing entry, a link included, is never written through: the next name.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
@@ -98,9 +157,14 @@ fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     ))
 }
 
-/// `dir`, canonical, if it is an existing directory inside a directory the app granted
+/// `dir`, opened, if it is an existing directory inside a directory the app granted
 /// read-write.
-pub(crate) fn granted_output_dir(dir: &Path, grants: &Grants) -> Result<PathBuf, Error> {
+///
+/// `dir` is resolved once, to its canonical path, and must lie inside the canonical path of a
+/// read-write grant. The grant's directory is then opened and every component from it down to
+/// `dir` opened without following a link, so what is written is below the grant even if a
+/// path component is replaced by a link after the check.
+pub(crate) fn granted_output_dir(dir: &Path, grants: &Grants) -> Result<OutputDir, Error> {
     let denied = |reason: String| {
         Error::new(
             "capability_denied",
@@ -112,31 +176,109 @@ pub(crate) fn granted_output_dir(dir: &Path, grants: &Grants) -> Result<PathBuf,
         .ok()
         .filter(|d| d.is_dir())
         .ok_or_else(|| denied("it is not an existing directory".to_owned()))?;
-    let granted = grants.fs.iter().any(|g| {
-        g.write && fs::canonicalize(&g.path).is_ok_and(|root| canonical.starts_with(root))
-    });
-    if granted {
-        Ok(canonical)
-    } else {
-        Err(denied(
-            "it is not inside any directory the app granted read-write".to_owned(),
-        ))
-    }
+    let root = grants
+        .fs
+        .iter()
+        .filter(|g| g.write)
+        .filter_map(|g| fs::canonicalize(&g.path).ok())
+        .find(|root| canonical.starts_with(root))
+        .ok_or_else(|| {
+            denied("it is not inside any directory the app granted read-write".to_owned())
+        })?;
+    let opened = (|| -> std::io::Result<Dir> {
+        let mut handle = Dir::open_ambient_dir(&root, ambient_authority())?;
+        let mut shown = root.clone();
+        for component in canonical.strip_prefix(&root).unwrap_or(Path::new("")) {
+            let name = component.to_string_lossy();
+            shown.push(&*name);
+            let meta = handle.symlink_metadata(&*name)?;
+            if !meta.is_dir() {
+                return Err(std::io::Error::other(format!(
+                    "{} is no longer a directory",
+                    shown.display()
+                )));
+            }
+            handle = handle.open_dir_nofollow(&*name)?;
+        }
+        Ok(handle)
+    })()
+    .map_err(|e| denied(format!("it cannot be opened below its grant: {e}")))?;
+    Ok(OutputDir {
+        path: canonical,
+        dir: opened,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn output_dir(path: &Path) -> OutputDir {
+        let mut grants = Grants::default();
+        grants.fs = vec![locara_manifest::FsGrant::new(path).with_write(true)];
+        granted_output_dir(path, &grants).unwrap()
+    }
+
     #[test]
     fn existing_files_are_never_overwritten() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("page.pdf"), b"precious").unwrap();
-        let first = write_new(dir.path(), "page.pdf", b"new").unwrap();
-        let second = write_new(dir.path(), "page.pdf", b"newer").unwrap();
-        assert_eq!(first, dir.path().join("page-1.pdf"));
-        assert_eq!(second, dir.path().join("page-2.pdf"));
+        let out = output_dir(dir.path());
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let first = write_new(&out, "page.pdf", b"new").unwrap();
+        let second = write_new(&out, "page.pdf", b"newer").unwrap();
+        assert_eq!(first, root.join("page-1.pdf"));
+        assert_eq!(second, root.join("page-2.pdf"));
         assert_eq!(fs::read(dir.path().join("page.pdf")).unwrap(), b"precious");
         assert_eq!(fs::read(&second).unwrap(), b"newer");
+        let nested = write_new(&out, "a/b/c.txt", b"deep").unwrap();
+        assert_eq!(nested, root.join("a/b/c.txt"));
+        assert_eq!(fs::read(&nested).unwrap(), b"deep");
+    }
+
+    #[test]
+    fn links_below_the_output_dir_are_never_written_through() {
+        let scratch = tempfile::tempdir().unwrap();
+        let outside = scratch.path().join("outside");
+        let dir = scratch.path().join("out");
+        fs::create_dir_all(&outside).unwrap();
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(outside.join("victim.txt"), b"precious").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("sub")).unwrap();
+        std::os::unix::fs::symlink(outside.join("victim.txt"), dir.join("file.txt")).unwrap();
+        std::os::unix::fs::symlink("../outside/nowhere.txt", dir.join("dangling.txt")).unwrap();
+        let out = output_dir(&dir);
+        // A symlinked directory in the way: refused, nothing written where it points.
+        let error = write_new(&out, "sub/x.txt", b"escaped").unwrap_err();
+        assert!(error.to_string().contains("is a symbolic link"), "{error}");
+        assert!(!outside.join("x.txt").exists());
+        // A link at the file's own name, to a file or to nowhere: a new name instead.
+        let written = write_new(&out, "file.txt", b"new").unwrap();
+        assert!(written.ends_with("file-1.txt"), "{}", written.display());
+        let written = write_new(&out, "dangling.txt", b"new").unwrap();
+        assert!(written.ends_with("dangling-1.txt"), "{}", written.display());
+        assert_eq!(fs::read(outside.join("victim.txt")).unwrap(), b"precious");
+        assert!(!outside.join("nowhere.txt").exists());
+        assert_eq!(
+            fs::read_dir(&outside).unwrap().count(),
+            1,
+            "nothing new outside"
+        );
+    }
+
+    #[test]
+    fn an_output_dir_outside_the_write_grants_is_refused() {
+        let scratch = tempfile::tempdir().unwrap();
+        let granted = scratch.path().join("granted");
+        let other = scratch.path().join("other");
+        fs::create_dir_all(&granted).unwrap();
+        fs::create_dir_all(&other).unwrap();
+        // A link inside the grant that leads out resolves to `other`: not granted.
+        std::os::unix::fs::symlink(&other, granted.join("link")).unwrap();
+        let mut grants = Grants::default();
+        grants.fs = vec![locara_manifest::FsGrant::new(&granted).with_write(true)];
+        let error = granted_output_dir(&granted.join("link"), &grants).unwrap_err();
+        assert_eq!(error.code(), "capability_denied", "{error:?}");
+        assert!(granted_output_dir(&granted, &grants).is_ok());
     }
 }

@@ -516,7 +516,7 @@ impl Locara {
         let produced = std::mem::take(&mut result.files);
         let provenance = result.provenance.clone();
         let mut response = response(result);
-        response.files = files::deliver(produced, output_dir.as_deref())?;
+        response.files = files::deliver(produced, output_dir.as_ref())?;
         if let (Some(key), Some(input_sha256)) = (receipt_key, input_sha256) {
             let body = receipt::build(&response, &provenance, input_sha256, &started);
             response.receipt = Some(receipt::sign(&body, key)?);

@@ -8,9 +8,11 @@
 //! whose text is the error report as JSON, so the model can correct its arguments; only a tool
 //! name that is not in the listing is a protocol error.
 //!
-//! Two transports: [`serve_stdio`] (newline-delimited JSON-RPC on stdin and stdout) and
-//! [`HttpServer`] (streamable HTTP at `/mcp`, on a loopback address unless remote access is
-//! asked for).
+//! Two transports: [`serve_stdio`] (newline-delimited JSON-RPC on stdin and stdout; a line that
+//! is not a message, over [`MAX_MESSAGE_BYTES`] or nested deeper than [`MAX_JSON_DEPTH`] is
+//! answered with a JSON-RPC error and the session goes on) and [`HttpServer`] (streamable HTTP
+//! at `/mcp`, on a loopback address unless remote access is asked for, refusing requests whose
+//! `Origin` is not the server's own).
 //!
 //! This crate sits on top of the facade and adds only the protocol mapping: it knows nothing
 //! of engines, registries or signatures, and enforces nothing itself.
@@ -33,6 +35,7 @@ mod backend;
 mod error;
 mod handler;
 mod http;
+mod stdio;
 
 #[cfg(test)]
 mod tests;
@@ -42,28 +45,22 @@ pub use crate::{
     error::Error,
     handler::LocaraMcp,
     http::{DEFAULT_HTTP_ADDR, HttpConfig, HttpServer, MCP_PATH},
+    stdio::{MAX_JSON_DEPTH, MAX_MESSAGE_BYTES},
 };
-
-use rmcp::ServiceExt as _;
 
 /// Serves a Locara's tools (an `Arc<Locara>` or a configured [`LocaraMcp`]) over stdio until
 /// the client closes stdin.
 ///
-/// Stdout carries the protocol only: log to stderr.
+/// Stdout carries the protocol only: log to stderr. A line that is not a JSON-RPC message
+/// (not UTF-8, not JSON, nested deeper than [`MAX_JSON_DEPTH`], longer than
+/// [`MAX_MESSAGE_BYTES`], or JSON of the wrong shape) is answered with a JSON-RPC error
+/// response (`-32700`, `-32600` or `-32602`; with the request's `id` when it can be read, else
+/// `null`), and the session goes on.
 ///
 /// # Errors
 /// When the MCP handshake fails or the session ends abnormally.
 pub async fn serve_stdio(server: impl Into<LocaraMcp>) -> Result<(), Error> {
-    let server = server
-        .into()
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| Error::Protocol(e.to_string()))?;
-    server
-        .waiting()
-        .await
-        .map_err(|e| Error::Protocol(e.to_string()))?;
-    Ok(())
+    stdio::serve_lines(server.into(), tokio::io::stdin(), tokio::io::stdout()).await
 }
 
 /// Serves a Locara's tools (an `Arc<Locara>` or a configured [`LocaraMcp`]) over streamable HTTP at `http://ADDR/mcp` until the task is
