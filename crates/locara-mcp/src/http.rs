@@ -3,13 +3,28 @@
 //!
 //! Loopback only unless remote access is asked for: a Locara runs tools for whoever can reach
 //! it, and there is no authentication. On loopback, rmcp also checks the `Host` header
-//! (`localhost`, `127.0.0.1`, `::1`), which defeats DNS rebinding from a browser; with remote
-//! access that check is off, since the host name clients use is not known here.
+//! (`localhost`, `127.0.0.1`, `::1`); with remote access that check is off, since the host name
+//! clients use is not known here.
+//!
+//! DNS rebinding, and any other web page calling the server from a browser, is stopped by the
+//! `Origin` header, as the MCP transport specification requires: a request that carries one
+//! is served only when it is the server's own origin, `http://HOST:PORT` with the bound port
+//! and HOST one of `localhost`, `127.0.0.1`, `[::1]` or the bound address itself (not when
+//! that is unspecified, `0.0.0.0` or `[::]`: the names clients use for it are unknown here).
+//! Anything else, including `Origin: null` and `https`, is a 403 whose body says why. A
+//! request without `Origin` (every non-browser client) is served. With remote access the
+//! same rule holds, so a browser page on another host is refused too: only non-browser clients
+//! can use a remote server.
 
 use std::{convert::Infallible, fmt, net::SocketAddr, sync::Arc, time::Duration};
 
 use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
-use hyper::{Request, Response, StatusCode, body::Bytes, body::Incoming};
+use hyper::{
+    Request, Response, StatusCode,
+    body::{Bytes, Incoming},
+    header::{HeaderMap, ORIGIN},
+    http::uri::Authority,
+};
 use hyper_util::rt::TokioIo;
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
@@ -88,7 +103,8 @@ impl HttpServer {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Bind { addr, source })?;
-        let mut http = StreamableHttpServerConfig::default();
+        let mut http = StreamableHttpServerConfig::default()
+            .with_max_request_body_bytes(crate::MAX_MESSAGE_BYTES);
         if !addr.ip().is_loopback() {
             http = http.disable_allowed_hosts();
         }
@@ -128,10 +144,14 @@ impl HttpServer {
                 }
             };
             let service = self.service.clone();
+            let addr = self.addr;
             tokio::spawn(async move {
                 let route = hyper::service::service_fn(move |request: Request<Incoming>| {
                     let service = service.clone();
                     async move {
+                        if let Some(reason) = refused_origin(request.headers(), addr) {
+                            return Ok::<_, Infallible>(forbidden(&reason));
+                        }
                         if request.uri().path() != MCP_PATH {
                             return Ok::<_, Infallible>(not_found());
                         }
@@ -158,3 +178,78 @@ fn not_found() -> Response<BoxBody<Bytes, Infallible>> {
     *response.status_mut() = StatusCode::NOT_FOUND;
     response
 }
+
+fn forbidden(reason: &str) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response =
+        Response::new(Full::new(Bytes::from(format!("forbidden: {reason}\n"))).boxed());
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response
+}
+
+/// Why a request may not be served for its `Origin` header (see the module doc), or `None`.
+pub(crate) fn refused_origin(headers: &HeaderMap, addr: SocketAddr) -> Option<String> {
+    let mut origins = headers.get_all(ORIGIN).iter();
+    let origin = origins.next()?;
+    if origins.next().is_some() {
+        return Some("the request has more than one Origin header".to_owned());
+    }
+    let Ok(origin) = origin.to_str() else {
+        return Some("the Origin header is not text".to_owned());
+    };
+    if is_own_origin(origin, addr) {
+        return None;
+    }
+    let port = addr.port();
+    let mut own = vec![
+        format!("http://localhost:{port}"),
+        format!("http://127.0.0.1:{port}"),
+        format!("http://[::1]:{port}"),
+    ];
+    if !addr.ip().is_unspecified() && !own.contains(&format!("http://{addr}")) {
+        own.push(format!("http://{addr}"));
+    }
+    Some(format!(
+        "Origin `{origin}` is not this server's own ({}); web pages from other origins may not call it (DNS rebinding protection)",
+        own.join(", ")
+    ))
+}
+
+/// Whether `origin` is `http://HOST:PORT` for the server bound at `addr`.
+fn is_own_origin(origin: &str, addr: SocketAddr) -> bool {
+    let Some(authority) = origin
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
+        .map(|_| &origin[7..])
+    else {
+        return false;
+    };
+    // An origin is a scheme, a host and a port: no user, path, query or fragment.
+    if authority.contains(['/', '?', '#', '@']) {
+        return false;
+    }
+    let Ok(authority) = authority.parse::<Authority>() else {
+        return false;
+    };
+    if authority.port_u16().unwrap_or(80) != addr.port() {
+        return false;
+    }
+    let host = authority.host();
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let ip = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(ip) => {
+            ip == std::net::Ipv4Addr::LOCALHOST
+                || ip == std::net::Ipv6Addr::LOCALHOST
+                || (ip == addr.ip() && !ip.is_unspecified())
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;
