@@ -119,8 +119,22 @@ checks, the app's grants, schemas, limits and the output cap. A call that could 
 tool that failed are both tool results with isError set, whose text is the JSON error report
 (code, message, hint, the JSON pointers of invalid arguments, the limit exceeded).
 
-Without an app manifest the server admits tools up to the side-effecting tier (privileged
-tools need an app manifest that grants them), and no directory unless --dir is given.
+Privileged tools are listed (with destructiveHint) and served, and each call of one needs
+approval, as with `locara run`: --yes approves every call; --policy FILE decides by its rules
+(when its \"otherwise\" is \"ask\", the terminal decides the calls no rule matches). Otherwise the
+terminal is asked: over stdio there is none (stdin is the MCP stream), so the call is refused;
+with --http started from an interactive terminal, the call waits for a y/N there. A refused
+call is a tool result with isError set, code approval_denied, naming --yes and --policy.
+
+Without an app manifest every safety tier is admitted, and no directory is granted unless --dir
+is given. With one, only the app's tools are listed and its grants decide: a call of a tool
+above its max_safety_tier is refused (capability_denied).
+
+Over stdio, a line that is not a JSON-RPC message (not UTF-8 or JSON, nested deeper than 64
+levels, longer than 4 MiB) is answered with a JSON-RPC error (-32700, -32600 or -32602), and the
+server goes on serving. Over --http, a request whose Origin header is not the server's own
+(http://localhost:PORT, http://127.0.0.1:PORT, http://[::1]:PORT or the --http address) is
+refused with 403, so web pages cannot call the server; clients that send no Origin are served.
 
 There is no authentication: anyone who can reach the port can run tools. So a non-loopback
 --http address is refused unless --allow-remote is given.";

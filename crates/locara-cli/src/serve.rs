@@ -23,8 +23,9 @@ pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode>
         ));
     }
     let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
-    // Privileged tools are admitted, and each call of one needs approval: `--yes`, `--policy`,
-    // or the terminal (never over stdio, which is the transport).
+    // Without an app manifest every tier is admitted (with one, its grants decide), and each
+    // privileged call needs approval: `--yes`, `--policy`, or the terminal (never over stdio,
+    // whose stdin is the transport).
     let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
     let mut server = LocaraMcp::new(Arc::new(locara));
     if let Some(dir) = dir {
