@@ -152,6 +152,8 @@ fn registry_code(error: &locara_registry::Error) -> &'static str {
         | E::BadSignature { .. }
         | E::KeyIdMismatch { .. }
         | E::IdentityMismatch { .. } => "untrusted",
+        E::RevokedKey { .. } => "revoked",
+        E::NotARegularFile { .. } | E::FileTooLarge { .. } => "home_file_refused",
         E::Rollback { .. } | E::LockMismatch { .. } => "lock_mismatch",
         E::ModelMissing { .. } => "model_missing",
         E::ModelMismatch { .. } => "model_tampered",
@@ -167,6 +169,12 @@ fn registry_hint(error: &locara_registry::Error) -> &'static str {
         }
         "untrusted" => {
             "the tool is not signed by a trusted key: add its publisher's key to the trust store only if you trust them, or reinstall it"
+        }
+        "revoked" => {
+            "the tool's publisher key was revoked (`locara trust list`): do not run it; install a build signed by the publisher's new key (docs/keys.md)"
+        }
+        "home_file_refused" => {
+            "a file in the Locara home is not a regular file or is larger than it can be: replace it with the real file (`cargo xtask build-tools` or `locara publish` rewrites the tool's files)"
         }
         "lock_mismatch" => {
             "the lockfile pins another version or build: install that one, or update the lockfile deliberately (`locara publish` re-pins)"
