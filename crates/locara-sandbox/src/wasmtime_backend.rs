@@ -143,7 +143,7 @@ impl WasmtimeBackend {
             .precompile_compatibility_hash()
             .hash(&mut hasher);
         let path = dir.join(format!("{key}-{:016x}.cwasm", hasher.finish()));
-        match std::fs::read(&path) {
+        match read_cache_entry(&path) {
             Ok(file) => match cache_entry::open(&file, key) {
                 Ok(compiled) => {
                     // SAFETY: `deserialize` trusts its input to be `precompile_module` output of
@@ -438,4 +438,29 @@ impl CompiledModule for WasmtimeModule {
             enforced,
         ))
     }
+}
+
+/// The most bytes a compiled-module cache entry may hold (CPython's is about 60 MiB).
+const MAX_CACHE_ENTRY_BYTES: u64 = 2 << 30;
+
+/// Reads a cache entry if it is a regular file of at most [`MAX_CACHE_ENTRY_BYTES`]: a FIFO,
+/// a device or a link to one in the cache directory is an error (the entry is then ignored and
+/// rewritten), never a read that blocks or exhausts memory.
+fn read_cache_entry(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CACHE_ENTRY_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CACHE_ENTRY_BYTES {
+        return Err(std::io::Error::other("larger than any compiled module"));
+    }
+    Ok(bytes)
 }

@@ -937,6 +937,24 @@ fn a_corrupt_or_swapped_cache_entry_is_never_loaded() {
     assert_eq!(echo(&Sandbox::new(&config).unwrap()), RunStatus::Exited(0));
     // After the rewrite the entry is whole again and used as is.
     assert_eq!(std::fs::metadata(&probe_entry).unwrap().len(), len);
+
+    // A FIFO, or a link to `/dev/zero`, in place of the entry: ignored at once (no read that
+    // blocks or never ends) and replaced by a real entry.
+    for plant in ["fifo", "zero"] {
+        std::fs::remove_file(&probe_entry).unwrap();
+        if plant == "fifo" {
+            let made = std::process::Command::new("mkfifo")
+                .arg(&probe_entry)
+                .status()
+                .unwrap();
+            assert!(made.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &probe_entry).unwrap();
+        }
+        assert_eq!(echo(&Sandbox::new(&config).unwrap()), RunStatus::Exited(0));
+        let meta = std::fs::symlink_metadata(&probe_entry).unwrap();
+        assert!(meta.is_file() && meta.len() == len, "{plant}: {meta:?}");
+    }
 }
 
 #[test]
