@@ -467,3 +467,159 @@ backend_test!(
         ));
     }
 );
+
+// Generated link structures: the guest builds a random tree of directories, files and links
+// (to directories and files outside the temp dir, climbing by `..` from any depth, chained,
+// dangling, looping, and inside the temp dir) under and around `/tmp/out`, and the host collects
+// `/tmp/out` or a directory below it. Whatever the tree, on both engines: no byte from outside
+// comes back, every collected file holds exactly what the guest wrote at a path it can name,
+// the call either succeeds or is `OutputRefused`, nothing outside changes, and the temp dir is
+// gone. Seeded; `PROPTEST_CASES` and `PROPTEST_RNG_SEED` explore further.
+
+mod generated {
+    use super::*;
+    use proptest::{
+        prelude::*,
+        test_runner::{Config as ProptestConfig, RngSeed, TestRunner},
+    };
+
+    /// Where the guest plants: `/tmp/out` itself, below it, beside it.
+    fn place() -> impl Strategy<Value = String> {
+        let names = prop::sample::select(vec!["a", "b", "c", "out"]);
+        (
+            prop::sample::select(vec![
+                "/tmp/out",
+                "/tmp/out/a",
+                "/tmp/out/a/b",
+                "/tmp",
+                "/tmp/c",
+            ]),
+            names,
+        )
+            .prop_map(|(dir, name)| {
+                if dir == "/tmp" && name == "out" {
+                    "/tmp/out".to_owned()
+                } else {
+                    format!("{dir}/{name}")
+                }
+            })
+    }
+
+    /// A link target, as the guest writes it; `@` marks a host path, reached by climbing to `/`.
+    fn target() -> impl Strategy<Value = String> {
+        prop_oneof![
+            // Out of the temp dir, relative, from whatever depth the link sits at.
+            4 => (0usize..6, prop::sample::select(vec!["outside", "secret.txt", "outside/sub", "outside/key.secret.json", "temp-root", "nowhere"]))
+                .prop_map(|(up, to)| format!("{}{to}", "../".repeat(up))),
+            // A host path, climbed to from `/`.
+            3 => prop::sample::select(vec!["@outside", "@secret.txt", "@outside/sub", "@outside/sub/deep.txt"]).prop_map(str::to_owned),
+            // Inside the temp dir, chains and loops.
+            3 => prop::sample::select(vec!["a", "b", "../a", "out", "../out", ".", "..", "c", "a/b"]).prop_map(str::to_owned),
+        ]
+    }
+
+    #[derive(Debug, Clone)]
+    enum Plant {
+        Mkdir(String),
+        Write(String),
+        Link(String, String),
+    }
+
+    fn plant() -> impl Strategy<Value = Plant> {
+        prop_oneof![
+            2 => place().prop_map(Plant::Mkdir),
+            2 => place().prop_map(Plant::Write),
+            4 => (target(), place()).prop_map(|(t, l)| Plant::Link(t, l)),
+        ]
+    }
+
+    fn config() -> ProptestConfig {
+        let mut config = ProptestConfig::default();
+        if std::env::var_os("PROPTEST_CASES").is_none() {
+            config.cases = 96;
+        }
+        if config.rng_seed == RngSeed::Random {
+            config.rng_seed = RngSeed::Fixed(0x0c0_11ec7);
+        }
+        config.failure_persistence = None;
+        config
+    }
+
+    #[test]
+    fn no_generated_link_structure_leaks_through_collection() {
+        let scenes: Vec<Scene> = [BackendKind::Wasmtime, BackendKind::Wasmi]
+            .into_iter()
+            .map(Scene::new)
+            .collect();
+        let mut runner = TestRunner::new(config());
+        // What the cases came to: refusals, successes with files. Both must occur, or the
+        // generator is not reaching what it is meant to test.
+        let (refused, collected) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+        let strategy = (
+            prop::collection::vec(plant(), 1..14),
+            prop::sample::select(vec!["out", "out", "out/a", "c"]),
+        );
+        let result = runner.run(&strategy, |(plants, collect)| {
+            let mut ends = Vec::new();
+            for scene in &scenes {
+                let steps: Vec<Value> = plants
+                    .iter()
+                    .map(|plant| match plant {
+                        Plant::Mkdir(p) => json!({"mkdir": p}),
+                        // The content names the path written, so a collected file can be told
+                        // to be the guest's own.
+                        Plant::Write(p) => json!({"write": [p, format!("guest wrote {p}")]}),
+                        Plant::Link(t, l) => {
+                            let t = match t.strip_prefix('@') {
+                                Some(host) => scene.abs(host),
+                                None => t.clone(),
+                            };
+                            json!({"symlink": [t, l]})
+                        }
+                    })
+                    .collect();
+                // `Scene::plant` checks: no secret in the files or stdout, nothing outside
+                // changed, the temp dir removed.
+                let outcome = scene.plant(json!(steps), Capabilities::new().collecting(collect));
+                match &outcome.status {
+                    RunStatus::Exited(0) => {}
+                    RunStatus::OutputRefused(why) => {
+                        refused.set(refused.get() + 1);
+                        prop_assert!(why.contains("follows no links"), "{}", why);
+                        prop_assert!(outcome.files.is_empty());
+                    }
+                    other => prop_assert!(false, "unexpected end {:?}: {:?}", other, outcome),
+                }
+                for file in &outcome.files {
+                    let text = String::from_utf8_lossy(&file.bytes);
+                    prop_assert!(
+                        text.starts_with("guest wrote /tmp/"),
+                        "{} holds {:?}, which the guest did not write",
+                        file.path,
+                        text
+                    );
+                }
+                if !outcome.files.is_empty() {
+                    collected.set(collected.get() + 1);
+                }
+                let files: Vec<_> = outcome
+                    .files
+                    .iter()
+                    .map(|f| (f.path.clone(), f.bytes.clone()))
+                    .collect();
+                ends.push((format!("{:?}", outcome.status), files));
+            }
+            prop_assert_eq!(&ends[0], &ends[1], "the engines disagree");
+            Ok(())
+        });
+        if let Err(error) = result {
+            panic!("{error}");
+        }
+        assert!(
+            refused.get() > 0 && collected.get() > 0,
+            "refused {} and collected files in {} calls",
+            refused.get(),
+            collected.get()
+        );
+    }
+}
