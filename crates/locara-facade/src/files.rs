@@ -281,4 +281,144 @@ mod tests {
         assert_eq!(error.code(), "capability_denied", "{error:?}");
         assert!(granted_output_dir(&granted, &grants).is_ok());
     }
+
+    /// Every entry below `root` (links not followed), with what it is.
+    fn snapshot(root: &Path) -> std::collections::BTreeMap<PathBuf, String> {
+        let mut out = std::collections::BTreeMap::new();
+        let mut pending = vec![root.to_owned()];
+        while let Some(dir) = pending.pop() {
+            for entry in fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                let meta = fs::symlink_metadata(&path).unwrap();
+                let what = if meta.is_symlink() {
+                    format!("link {}", fs::read_link(&path).unwrap().display())
+                } else if meta.is_dir() {
+                    pending.push(path.clone());
+                    "dir".to_owned()
+                } else {
+                    format!("file {:?}", fs::read(&path).unwrap())
+                };
+                out.insert(path, what);
+            }
+        }
+        out
+    }
+
+    mod generated {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A relative path below the output directory, 1 to 3 components.
+        fn rel() -> impl Strategy<Value = String> {
+            prop::collection::vec(prop::sample::select(vec!["a", "b", "c", "x.txt"]), 1..4)
+                .prop_map(|parts| parts.join("/"))
+        }
+
+        /// A link target: out of the output directory (relative, absolute, dangling), inside
+        /// it, or a chain.
+        fn target() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                "@outside",
+                "@outside/victim.txt",
+                "@outside/missing.txt",
+                "../outside",
+                "../../outside",
+                "../../../outside/victim.txt",
+                "a",
+                "b",
+                "../a",
+                ".",
+                "..",
+                "x.txt",
+            ])
+            .prop_map(str::to_owned)
+        }
+
+        #[derive(Debug, Clone)]
+        enum Entry {
+            Dir(String),
+            File(String),
+            Link(String, String),
+        }
+
+        fn entry() -> impl Strategy<Value = Entry> {
+            prop_oneof![
+                2 => rel().prop_map(Entry::Dir),
+                1 => rel().prop_map(Entry::File),
+                3 => (target(), rel()).prop_map(|(t, l)| Entry::Link(t, l)),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig {
+                cases: 128,
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            })]
+
+            /// Whatever links the output directory holds (planted by an earlier call with
+            /// write access, or anyone else), writing a tool's files never writes outside it,
+            /// never changes a file that was there, and refuses only because of a link or a
+            /// non-directory in the way.
+            #[test]
+            fn output_files_never_leave_the_output_dir(
+                entries in prop::collection::vec(entry(), 0..10),
+                names in prop::collection::vec(rel(), 1..6),
+            ) {
+                let scratch = tempfile::tempdir().unwrap();
+                let outside = scratch.path().join("outside");
+                let dir = scratch.path().join("out");
+                fs::create_dir_all(&outside).unwrap();
+                fs::create_dir_all(&dir).unwrap();
+                fs::write(outside.join("victim.txt"), b"precious").unwrap();
+                for entry in &entries {
+                    // Building the tree may fail (a parent is a file or a link): skip that entry.
+                    let _ = match entry {
+                        Entry::Dir(p) => fs::create_dir_all(dir.join(p)),
+                        Entry::File(p) => fs::write(dir.join(p), b"was here"),
+                        Entry::Link(t, l) => {
+                            let t = match t.strip_prefix('@') {
+                                Some(below) => scratch.path().join(below),
+                                None => PathBuf::from(t),
+                            };
+                            std::os::unix::fs::symlink(t, dir.join(l))
+                        }
+                    };
+                }
+                let outside_before = snapshot(&outside);
+                let out_before = snapshot(&dir);
+                let out = output_dir(&dir);
+                let root = fs::canonicalize(&dir).unwrap();
+                for (i, name) in names.iter().enumerate() {
+                    let bytes = format!("tool file {i}");
+                    match write_new(&out, name, bytes.as_bytes()) {
+                        Ok(path) => {
+                            prop_assert!(path.starts_with(&root), "{}", path.display());
+                            // Every directory from the output dir down, and the file, are real.
+                            let mut walked = root.clone();
+                            for component in path.strip_prefix(&root).unwrap() {
+                                walked.push(component);
+                                let meta = fs::symlink_metadata(&walked).unwrap();
+                                prop_assert!(!meta.is_symlink(), "{}", walked.display());
+                            }
+                            prop_assert_eq!(fs::read(&path).unwrap(), bytes.as_bytes());
+                        }
+                        Err(e) => {
+                            let message = e.to_string();
+                            prop_assert!(
+                                message.contains("is a symbolic link")
+                                    || message.contains("not a directory"),
+                                "{}: {}", name, message
+                            );
+                        }
+                    }
+                }
+                prop_assert_eq!(snapshot(&outside), outside_before, "outside changed");
+                let out_after = snapshot(&dir);
+                for (path, what) in &out_before {
+                    prop_assert_eq!(out_after.get(path), Some(what), "{} changed", path.display());
+                }
+            }
+        }
+    }
 }
