@@ -64,6 +64,25 @@ pub enum Error {
         expected: u32,
     },
 
+    /// A JSON object names the same key twice. JSON readers disagree on which value wins, so
+    /// such a text is refused wherever Locara reads JSON.
+    #[error(
+        "invalid {what} at line {line}, column {column}: duplicate key {key:?} at {pointer}; \
+         an object may name a key only once (JSON readers disagree on which value wins)"
+    )]
+    DuplicateKey {
+        /// What was being parsed, e.g. `tool manifest`.
+        what: &'static str,
+        /// The repeated key.
+        key: String,
+        /// The JSON pointer of the repeated member, e.g. `/input_schema/properties/path`.
+        pointer: String,
+        /// 1-based line of the repeated key in the JSON text.
+        line: usize,
+        /// 1-based column of the repeated key in the JSON text.
+        column: usize,
+    },
+
     /// A limit is above its maximum.
     #[error("limit `{limit}` is {value}, above the maximum of {max}; lower it to at most {max}")]
     LimitTooHigh {
@@ -98,15 +117,19 @@ pub enum Error {
         field: String,
     },
 
-    /// A network host entry is unusable.
+    /// A network host entry is not a host name, an IP address or `*`, so it would match no
+    /// request.
     #[error(
-        "invalid host {host:?} in `{field}`: a host must be non-empty and contain no whitespace"
+        "invalid host {host:?} in `{field}`: {reason}; give a host name (e.g. `api.example.com`), \
+         an IP address (e.g. `127.0.0.1` or `::1`) or `*` for any host, without a scheme, port, path or brackets"
     )]
     InvalidNetHost {
         /// The field's path, e.g. `wasi_imports.net.allowed_hosts[0]`.
         field: String,
         /// The rejected entry.
         host: String,
+        /// What is wrong with it, e.g. "it has a port".
+        reason: String,
     },
 
     /// A model dependency is inconsistent (a name that is not a plain file name, a duplicate).

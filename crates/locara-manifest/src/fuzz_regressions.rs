@@ -54,9 +54,9 @@ fn tool_manifest_regressions() {
         tool_manifest,
         expect![[r#"
             deep-input-schema.json: invalid tool manifest at line 36, column 150: recursion limit exceeded
-                as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
+                as a template: invalid tool manifest template at line 36, column 150: recursion limit exceeded
             float-limit.json: invalid tool manifest at line 31, column 25: number out of range
-                as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
+                as a template: invalid tool manifest template at line 31, column 25: number out of range
             huge-limit.json: invalid tool manifest at line 30, column 37: invalid type: floating point `1.8446744073709552e+19`, expected u64
                 as a template: invalid tool manifest template at line 8, column 12: unknown field `artifact`, expected one of `schema_version`, `id`, `version`, `display_name`, `description`, `license`, `interpreter`, `model_dependencies`, `capability_requirements`, `wasi_imports`, `safety_tier`, `limits`, `input_schema`, `output_schema`
             huge-version.json: invalid tool manifest at line 4, column 39: invalid version `0.1.99999999999999999999`: value of patch version number exceeds u64::MAX (use a full semantic version MAJOR.MINOR.PATCH, e.g. `1.0.0`)
@@ -86,11 +86,11 @@ fn app_manifest_regressions() {
         "app_manifest",
         run,
         expect![[r#"
-        deep-grants.json: invalid app manifest at line 1, column 54: invalid type: sequence, expected path string
-        huge-schema-version.json: invalid app manifest at line 1, column 24: number out of range
-        lone-surrogate-path.json: invalid app manifest at line 1, column 61: lone leading surrogate in hex escape
-        nul-in-path.json: ok n
-        version-overflow.json: invalid app manifest at line 1, column 86: invalid version `18446744073709551616.0.0`: value of major version number exceeds u64::MAX (use a full semantic version MAJOR.MINOR.PATCH, e.g. `1.0.0`)"#]],
+            deep-grants.json: invalid app manifest at line 1, column 178: recursion limit exceeded
+            huge-schema-version.json: invalid app manifest at line 1, column 24: number out of range
+            lone-surrogate-path.json: invalid app manifest at line 1, column 61: lone leading surrogate in hex escape
+            nul-in-path.json: ok n
+            version-overflow.json: invalid app manifest at line 1, column 86: invalid version `18446744073709551616.0.0`: value of major version number exceeds u64::MAX (use a full semantic version MAJOR.MINOR.PATCH, e.g. `1.0.0`)"#]],
     );
 }
 
@@ -111,10 +111,10 @@ fn lockfile_regressions() {
         "lockfile",
         run,
         expect![[r#"
-        deep-tools.json: invalid lockfile at line 1, column 24: invalid type: sequence, expected a map
-        huge-version.json: invalid lockfile at line 1, column 32: invalid type: floating point `1.8446744073709552e+19`, expected u32
-        lone-surrogate-id.json: invalid lockfile at line 1, column 38: unexpected end of hex escape
-        negative-version.json: invalid lockfile at line 1, column 14: invalid value: integer `-1`, expected u32
-        uppercase-sha.json: invalid lockfile at line 1, column 145: invalid sha256 `AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`: character 'A' is not a lowercase hex digit (expected exactly 64 lowercase hex characters)"#]],
+            deep-tools.json: invalid lockfile at line 1, column 151: recursion limit exceeded
+            huge-version.json: invalid lockfile at line 1, column 32: invalid type: floating point `1.8446744073709552e+19`, expected u32
+            lone-surrogate-id.json: invalid lockfile at line 1, column 38: unexpected end of hex escape
+            negative-version.json: invalid lockfile at line 1, column 14: invalid value: integer `-1`, expected u32
+            uppercase-sha.json: invalid lockfile at line 1, column 145: invalid sha256 `AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`: character 'A' is not a lowercase hex digit (expected exactly 64 lowercase hex characters)"#]],
     );
 }

@@ -24,7 +24,8 @@
 mod app;
 mod error;
 mod hash;
-mod json;
+mod host;
+pub mod json;
 mod limits;
 mod lock;
 mod name;

@@ -305,7 +305,7 @@ fn other_semantic_errors() {
         r#""safety_tier": "read_only","#,
         r#""safety_tier": "read_only", "wasi_imports": { "net": { "allowed_hosts": ["ok.invalid", ""] } },"#,
         expect![[
-            r#"error: invalid host "" in `wasi_imports.net.allowed_hosts[1]`: a host must be non-empty and contain no whitespace"#
+            r#"error: invalid host "" in `wasi_imports.net.allowed_hosts[1]`: it is empty; give a host name (e.g. `api.example.com`), an IP address (e.g. `127.0.0.1` or `::1`) or `*` for any host, without a scheme, port, path or brackets"#
         ]],
     );
     check_tool(
@@ -791,5 +791,148 @@ fn argv_substitutes_the_driver() {
     assert_eq!(
         ToolManifest::from_json(MINIMAL).unwrap().argv(),
         ["text.chunk"]
+    );
+}
+
+#[test]
+fn a_repeated_key_is_refused_in_every_format_with_its_pointer() {
+    // Inside a schema, where the types themselves would keep the last value silently.
+    check_tool(
+        r#""input_schema": { "type": "object" }"#,
+        r#""input_schema": { "type": "object", "properties": { "path": {"type": "string"}, "path": {"type": "integer"} } }"#,
+        expect![[
+            r#"error: invalid tool manifest at line 14, column 88: duplicate key "path" at /input_schema/properties/path; an object may name a key only once (JSON readers disagree on which value wins)"#
+        ]],
+    );
+    // At the top level, before serde's own "duplicate field".
+    check_tool(
+        r#""id": "text.chunk","#,
+        r#""id": "text.chunk", "id": "evil.tool","#,
+        expect![[
+            r#"error: invalid tool manifest at line 3, column 26: duplicate key "id" at /id; an object may name a key only once (JSON readers disagree on which value wins)"#
+        ]],
+    );
+    expect![[r#"error: invalid tool manifest at line 7, column 29: duplicate key "license" at /license; an object may name a key only once (JSON readers disagree on which value wins)"#]].assert_eq(&render(
+        ToolManifest::from_slice(
+            MINIMAL
+                .replacen(r#""license": "Apache-2.0""#, r#""license": "MIT", "license": "Apache-2.0""#, 1)
+                .as_bytes(),
+        )
+        .map(|m| m.tool_ref()),
+    ));
+    let template = MINIMAL.replacen(
+        r#""display_name": "Text chunker","#,
+        r#""display_name": "Text chunker", "display_name": "Other","#,
+        1,
+    );
+    let template: serde_json::Value = serde_json::from_str(&template).unwrap();
+    let mut template = template;
+    template.as_object_mut().unwrap().remove("artifact");
+    let text = template
+        .to_string()
+        .replacen(r#""id":"#, r#""id":"a.b","id":"#, 1);
+    expect![[r#"error: invalid tool manifest template at line 1, column 68: duplicate key "id" at /id; an object may name a key only once (JSON readers disagree on which value wins)"#]].assert_eq(&render(
+        ToolManifest::from_template_json(&text, Artifact::new("x.wasm", Sha256Hex::new("a".repeat(64)).unwrap(), 1))
+            .map(|m| m.tool_ref()),
+    ));
+    expect![[r#"error: invalid app manifest at line 1, column 81: duplicate key "net" at /grants/net; an object may name a key only once (JSON readers disagree on which value wins)"#]].assert_eq(&render(
+        AppManifest::from_json(
+            r#"{"schema_version": 1, "name": "a", "grants": {"net": {"allowed_hosts": []}, "net": {"allowed_hosts": ["*"]}}}"#,
+        )
+        .map(|a| a.name),
+    ));
+    expect![[r#"error: invalid lockfile at line 1, column 36: duplicate key "tools" at /tools; an object may name a key only once (JSON readers disagree on which value wins)"#]].assert_eq(&render(
+        Lockfile::from_json(r#"{ "version": 1, "tools": {}, "tools": {} }"#).map(|_| "lockfile"),
+    ));
+}
+
+#[test]
+fn strict_json_points_at_the_repeated_key() {
+    let check = |text: &str, expect: Expect| {
+        expect.assert_eq(&render(
+            crate::json::parse_value("request", text).map(|v| v.to_string()),
+        ));
+    };
+    check(
+        r#"{"a": [{"x": 1}, {"y": 1, "y": 2}]}"#,
+        expect![[
+            r#"error: invalid request at line 1, column 29: duplicate key "y" at /a/1/y; an object may name a key only once (JSON readers disagree on which value wins)"#
+        ]],
+    );
+    check(
+        "{\n  \"a/b\": {\n    \"~k\": 1,\n    \"~k\": 2\n  }\n}",
+        expect![[
+            r#"error: invalid request at line 4, column 8: duplicate key "~k" at /a~1b/~0k; an object may name a key only once (JSON readers disagree on which value wins)"#
+        ]],
+    );
+    // The same key in different objects, and keys that differ only in case, are fine.
+    check(
+        r#"{"a": {"k": 1}, "b": {"k": 2}, "K": [{"k": 3}, {"k": 4}], "k": null}"#,
+        expect![[r#"ok: {"K":[{"k":3},{"k":4}],"a":{"k":1},"b":{"k":2},"k":null}"#]],
+    );
+    // Every other error is the parser's, with its position.
+    check(
+        r#"{"a": 1} x"#,
+        expect!["error: invalid request at line 1, column 10: trailing characters"],
+    );
+    check(
+        r#"{"a": 1,}"#,
+        expect!["error: invalid request at line 1, column 9: trailing comma"],
+    );
+    check(
+        &"[".repeat(200),
+        expect!["error: invalid request at line 1, column 128: recursion limit exceeded"],
+    );
+    // Values come out as serde_json's own.
+    let text =
+        r#"{"n": [-1, 18446744073709551615, 1.5e300, 0.1], "s": "é\u0000", "t": true, "z": null}"#;
+    assert_eq!(
+        crate::json::parse_value("x", text).unwrap(),
+        serde_json::from_str::<serde_json::Value>(text).unwrap()
+    );
+    assert_eq!(
+        crate::json::parse_slice("x", text.as_bytes()).unwrap(),
+        serde_json::from_str::<serde_json::Value>(text).unwrap()
+    );
+    expect!["error: invalid request at line 1, column 8: invalid unicode code point"].assert_eq(
+        &render(crate::json::parse_slice("request", b"{\"a\": \"\xff\"}").map(|v| v.to_string())),
+    );
+}
+
+#[test]
+fn net_hosts_in_manifests_are_host_names_or_addresses() {
+    for host in [
+        "example.com:443",
+        "https://example.com",
+        "[::1]",
+        "example.com.",
+        "*.example.com",
+    ] {
+        let text = format!(
+            r#"{{"schema_version": 1, "name": "a", "grants": {{"net": {{"allowed_hosts": ["ok.example", {host:?}]}}}}}}"#
+        );
+        let error = AppManifest::from_json(&text).unwrap_err();
+        assert!(
+            matches!(&error, crate::Error::InvalidNetHost { field, host: h, .. } if field == "grants.net.allowed_hosts[1]" && h == host),
+            "{host}: {error}"
+        );
+    }
+    expect![[r#"error: invalid host "example.com:443" in `grants.net.allowed_hosts[0]`: it has a port (`:443`); a host is allowed on every port, so give it alone; give a host name (e.g. `api.example.com`), an IP address (e.g. `127.0.0.1` or `::1`) or `*` for any host, without a scheme, port, path or brackets"#]].assert_eq(&render(
+        AppManifest::from_json(
+            r#"{"schema_version": 1, "name": "a", "grants": {"net": {"allowed_hosts": ["example.com:443"]}}}"#,
+        )
+        .map(|a| a.name),
+    ));
+    let app = AppManifest::from_json(
+        r#"{"schema_version": 1, "name": "a", "grants": {"net": {"allowed_hosts": ["api.example.com", "127.0.0.1", "::1", "*"]}}}"#,
+    )
+    .unwrap();
+    assert_eq!(app.grants.net.allowed_hosts.len(), 4);
+    check_tool(
+        r#""safety_tier": "read_only","#,
+        r#""safety_tier": "read_only", "wasi_imports": { "net": { "allowed_hosts": ["https://api.example.com/v1"] } },"#,
+        expect![[
+            r#"error: invalid host "https://api.example.com/v1" in `wasi_imports.net.allowed_hosts[0]`: it is a URL (`https://`), not a host; give a host name (e.g. `api.example.com`), an IP address (e.g. `127.0.0.1` or `::1`) or `*` for any host, without a scheme, port, path or brackets"#
+        ]],
     );
 }

@@ -210,7 +210,7 @@ impl ToolManifest {
     /// - [`Error::SchemaNotObject`] if `input_schema` or `output_schema` is not an object.
     /// - [`Error::EmptyField`] for an empty `artifact.url`, capability, or model dependency
     ///   name or source.
-    /// - [`Error::InvalidNetHost`] for an empty host or one containing whitespace.
+    /// - [`Error::InvalidNetHost`] for a host that is not a host name, an IP address or `*`.
     pub fn validate(&self) -> Result<(), Error> {
         if self.schema_version != Self::SCHEMA_VERSION {
             return Err(Error::UnsupportedVersion {
@@ -804,7 +804,8 @@ impl Stdio {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct NetAccess {
-    /// Host names, e.g. `api.example.com`; empty means no network (the default).
+    /// Host names (e.g. `api.example.com`) and IP addresses (e.g. `127.0.0.1`, `::1`), each
+    /// matching itself on any port, or `*` for any host; empty means no network (the default).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
 }
@@ -823,14 +824,37 @@ impl NetAccess {
         self
     }
 
+    /// Checks one entry as `allowed_hosts` takes it: a host name, an IP address or `*`. A
+    /// host is matched against a URL's host as a whole and ignoring case, on any port, so an
+    /// entry with a scheme, a port, a path, brackets or a trailing dot would match nothing.
+    ///
+    /// ```
+    /// use locara_manifest::NetAccess;
+    ///
+    /// for host in ["api.example.com", "localhost", "127.0.0.1", "::1", "*"] {
+    ///     NetAccess::check_host("--allow-host", host)?;
+    /// }
+    /// let error = NetAccess::check_host("--allow-host", "example.com:443").unwrap_err();
+    /// assert!(error.to_string().contains("it has a port (`:443`)"), "{error}");
+    /// # Ok::<(), locara_manifest::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidNetHost`] naming `field` and what is wrong with `host`.
+    pub fn check_host(field: &str, host: &str) -> Result<(), Error> {
+        match crate::host::problem(host) {
+            None => Ok(()),
+            Some(reason) => Err(Error::InvalidNetHost {
+                field: field.to_owned(),
+                host: host.to_owned(),
+                reason,
+            }),
+        }
+    }
+
     pub(crate) fn validate(&self, field: &str) -> Result<(), Error> {
         for (i, host) in self.allowed_hosts.iter().enumerate() {
-            if host.is_empty() || host.chars().any(char::is_whitespace) {
-                return Err(Error::InvalidNetHost {
-                    field: format!("{field}[{i}]"),
-                    host: host.clone(),
-                });
-            }
+            NetAccess::check_host(&format!("{field}[{i}]"), host)?;
         }
         Ok(())
     }
