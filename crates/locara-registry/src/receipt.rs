@@ -46,8 +46,14 @@ impl SignedReceipt {
     /// Parses a receipt file.
     ///
     /// # Errors
-    /// [`Error::Malformed`] when the JSON is not a receipt file.
+    /// [`Error::Malformed`] when the JSON is not a receipt file, or repeats a key in an object
+    /// (which readers would disagree on; the signature covers one reading).
     pub fn from_json(text: &str) -> Result<SignedReceipt, Error> {
+        let malformed = |e: locara_manifest::Error| Error::Malformed {
+            subject: "receipt".to_owned(),
+            message: e.to_string(),
+        };
+        locara_manifest::json::parse_value("receipt", text).map_err(malformed)?;
         fs::parse_json("receipt", text)
     }
 
