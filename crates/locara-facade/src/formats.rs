@@ -570,17 +570,35 @@ fn item(object: &Map<String, Value>) -> Result<Option<RawCall>, Error> {
 }
 
 /// OpenAI's `arguments`: a JSON object encoded in a string (an empty string is no arguments).
-/// An object given as is is taken too.
+/// An object given as is is taken too. The string is read strictly: an object in it that
+/// repeats a key is refused, since readers disagree on which value it means.
 fn arguments(value: Option<&Value>) -> Result<Value, String> {
     match value {
         None => Err("it has no `arguments`".to_owned()),
         Some(Value::Object(object)) => Ok(Value::Object(object.clone())),
         Some(Value::String(text)) if text.trim().is_empty() => Ok(Value::Object(Map::new())),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+        Some(Value::String(text)) => match locara_manifest::json::parse_value("arguments", text) {
             Ok(Value::Object(object)) => Ok(Value::Object(object)),
             Ok(other) => Err(format!(
                 "`arguments` is {}, not a JSON object",
                 kind(&other)
+            )),
+            Err(locara_manifest::Error::DuplicateKey {
+                key,
+                pointer,
+                line,
+                column,
+                ..
+            }) => Err(format!(
+                "`arguments` repeats the key {key:?} at {pointer} (line {line}, column {column}); give each key once"
+            )),
+            Err(locara_manifest::Error::Json {
+                line,
+                column,
+                message,
+                ..
+            }) => Err(format!(
+                "`arguments` is not valid JSON: {message} at line {line} column {column}"
             )),
             Err(e) => Err(format!("`arguments` is not valid JSON: {e}")),
         },

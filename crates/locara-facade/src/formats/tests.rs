@@ -310,6 +310,18 @@ fn bad_calls_say_which_and_what_to_do() {
             "tool call `call_7` (text_chunk): `arguments` is not valid JSON: EOF while parsing a value at line 1 column 9",
         ),
         (
+            openai(json!(
+                "{\"text\": \"a\", \"max_chars\": 5, \"text\": \"b\"}"
+            )),
+            "tool call `call_7` (text_chunk): `arguments` repeats the key \"text\" at /text (line 1, column 36); give each key once",
+        ),
+        (
+            openai(json!(
+                "{\"text\": \"a\", \"options\": [{\"x\": 1, \"x\": 1}]}"
+            )),
+            "tool call `call_7` (text_chunk): `arguments` repeats the key \"x\" at /options/0/x (line 1, column 38); give each key once",
+        ),
+        (
             openai(json!("[1, 2]")),
             "tool call `call_7` (text_chunk): `arguments` is an array, not a JSON object",
         ),
