@@ -189,11 +189,17 @@ impl ServicesConfig {
     }
 }
 
-/// Whether `host` is allowed by `allowed` (host names, or `*` for any).
+/// Whether `host` is allowed by `allowed` (host names and IP addresses, as
+/// `locara_manifest::NetAccess::check_host` admits them, or `*` for any): a name matches itself
+/// ignoring case, an address every spelling of itself (`::1` is `0:0:0:0:0:0:0:1`, which is
+/// how a URL may write it or a grant name it).
 pub(crate) fn host_allowed(allowed: &[String], host: &str) -> bool {
-    allowed
-        .iter()
-        .any(|a| a == "*" || a.eq_ignore_ascii_case(host))
+    let address = host.parse::<std::net::IpAddr>().ok();
+    allowed.iter().any(|a| {
+        a == "*"
+            || a.eq_ignore_ascii_case(host)
+            || address.is_some_and(|address| a.parse().ok() == Some(address))
+    })
 }
 
 /// The hosts a call may fetch from: what the tool asks for, bounded by the app's grants.
@@ -447,6 +453,18 @@ mod tests {
         assert!(!host_allowed(&allowed, "api.example.com"));
         assert!(!host_allowed(&allowed, "example.com.evil"));
         assert!(!host_allowed(&[], "example.com"));
+    }
+
+    #[test]
+    fn addresses_match_every_spelling_of_themselves() {
+        let allowed = hosts(&["0:0:0:0:0:0:0:1", "::ffff:127.0.0.2", "10.0.0.1"]);
+        // How `url` writes these hosts (an IPv6 address compressed, without its brackets).
+        assert!(host_allowed(&allowed, "::1"));
+        assert!(host_allowed(&allowed, "::ffff:7f00:2"));
+        assert!(host_allowed(&allowed, "10.0.0.1"));
+        assert!(!host_allowed(&allowed, "::2"));
+        assert!(!host_allowed(&allowed, "10.0.0.10"));
+        assert!(!host_allowed(&hosts(&["::1"]), "localhost"));
     }
 
     #[test]
