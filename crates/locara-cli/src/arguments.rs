@@ -3,10 +3,16 @@
 //!
 //! VALUE is parsed as JSON when it parses, else taken as a string; `@PATH` takes a file's text
 //! and `@-` stdin's. Stdin can be read once per command.
+//!
+//! JSON is read by `locara_manifest::json`, which refuses an object that repeats a key
+//! (`{"path": "a", "path": "b"}`): which value a reader keeps differs between readers, so the
+//! call would not be the one the person or the model wrote. The same goes for a key given by
+//! two `--arg`s; a `--arg` does override the key of the JSON object it is set on top of.
 
 use std::io::Read;
 
 use anyhow::{Context as _, format_err};
+use locara_manifest::json;
 use serde_json::{Map, Value};
 
 /// Stdin, readable once, named after whoever read it for a clear error on the second read.
@@ -110,6 +116,7 @@ pub(crate) fn build(
     };
     let mut object = base.unwrap_or_default();
     let mut parsed = Vec::new();
+    let mut given = Vec::new();
     for pair in pairs {
         let (key, value) = pair
             .split_once('=')
@@ -117,12 +124,19 @@ pub(crate) fn build(
         if key.is_empty() {
             return Err(format_err!("--arg {pair:?} has an empty key"));
         }
+        if given.contains(&key) {
+            return Err(format_err!(
+                "--arg {key}=… is given twice; give each key once"
+            ));
+        }
+        given.push(key);
         let value = match value.strip_prefix('@') {
             Some(source) if source != "-" && files.keys.iter().any(|k| k == key) => {
                 files.value(source)?
             }
             Some(source) => Value::String(read_source(source, stdin, &format!("--arg {key}"))?),
             None => {
+                refuse_repeated_keys(value, key)?;
                 let json = parse_value(value);
                 if !json.is_string() {
                     parsed.push((key.to_owned(), value.to_owned()));
@@ -139,15 +153,32 @@ pub(crate) fn build(
 }
 
 /// VALUE as JSON when it parses (numbers, booleans, null, arrays, objects, quoted strings),
-/// else as a string.
+/// else as a string. (An object that repeats a key does not parse; [`build`] refuses it first.)
 pub(crate) fn parse_value(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+    json::parse_value("--arg value", text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+/// Refuses a `--arg KEY=VALUE` whose VALUE is JSON but for a key it repeats, rather than
+/// taking it as a string. (A VALUE that is not JSON anyway stays a string.)
+fn refuse_repeated_keys(text: &str, key: &str) -> anyhow::Result<()> {
+    match json::parse_value("--arg value", text) {
+        Err(e @ locara_manifest::Error::DuplicateKey { .. })
+            if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() =>
+        {
+            Err(anyhow::Error::new(e).context(format!("--arg {key}=… repeats a key")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Parses `text` as a JSON object.
 fn parse_object(text: &str, what: &str) -> anyhow::Result<Map<String, Value>> {
-    let value: Value =
-        serde_json::from_str(text).with_context(|| format!("{what} is not valid JSON"))?;
+    let value = json::parse_value("tool arguments", text).map_err(|e| match e {
+        locara_manifest::Error::DuplicateKey { .. } => {
+            anyhow::Error::new(e).context(format!("{what} repeats a key"))
+        }
+        e => anyhow::Error::new(e).context(format!("{what} is not valid JSON")),
+    })?;
     match value {
         Value::Object(map) => Ok(map),
         other => Err(format_err!(

@@ -169,7 +169,7 @@ pub(crate) struct Cli {
 
     /// A network host tools may fetch from with `web.fetch` (a host name or IP address, any
     /// port; `*` for any host); without an app manifest only these are granted (repeatable)
-    #[arg(long = "allow-host", global = true, value_name = "HOST")]
+    #[arg(long = "allow-host", global = true, value_name = "HOST", value_parser = allow_host)]
     pub(crate) allow_hosts: Vec<String>,
 
     /// The app's language model: the base URL of an OpenAI-compatible API, e.g.
@@ -206,6 +206,20 @@ pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// An `--allow-host` value: a host name, an IP address or `*`. Anything else (a port, a
+/// scheme, brackets, a trailing dot) would be a grant that matches no request, so it is a usage
+/// error naming what to pass.
+fn allow_host(value: &str) -> Result<String, String> {
+    match locara_manifest::NetAccess::check_host("--allow-host", value) {
+        Ok(()) => Ok(value.to_owned()),
+        Err(locara_manifest::Error::InvalidNetHost { reason, .. }) => Err(format!(
+            "{reason}; pass a host name (e.g. api.example.com), an IP address (e.g. 127.0.0.1 \
+             or ::1) or * for any host, without a scheme, port, path or brackets"
+        )),
+        Err(other) => Err(other.to_string()),
+    }
 }
 
 /// The engine flag's values.

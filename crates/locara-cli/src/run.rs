@@ -142,8 +142,8 @@ fn tool_calls(
     stdin: &mut Stdin<'_>,
 ) -> anyhow::Result<ExitCode> {
     let text = arguments::read_source(source, stdin, "the tool call")?;
-    let message: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{source} is not JSON (a tool-call message)"))?;
+    let message = locara_manifest::json::parse_value("tool-call message", &text)
+        .with_context(|| format!("cannot read {source} as a tool-call message"))?;
     let calls = locara.requests_from_tool_calls(&message)?;
     let format = calls.first().map_or(ToolFormat::OpenAi, |c| c.format);
     let runtime = runtime()?;
@@ -271,7 +271,7 @@ fn read_calls<T: serde::de::DeserializeOwned>(
     calls: impl FnOnce(&mut T) -> &mut Vec<RunRequest>,
 ) -> anyhow::Result<(T, Option<std::path::PathBuf>)> {
     let text = arguments::read_source(file, stdin, what)?;
-    let mut request: T = serde_json::from_str(&text)
+    let mut request: T = locara_manifest::json::from_str("request", &text)
         .with_context(|| format!("{file} is not a valid {what} request"))?;
     let dir = dir.map(context::existing_dir).transpose()?;
     if let Some(dir) = &dir {
