@@ -313,12 +313,43 @@ fn normalize_display(relative: &str) -> String {
     }
 }
 
+/// WASI's `ENOTCAPABLE`, as `io::Error::raw_os_error` reports it in the guest: the sandbox
+/// refused a path because a symbolic link or `..` in it leads out of the preopened directory
+/// (std calls it "Capabilities insufficient"). Natively, 76 is Linux's `ENOTUNIQ`, a network
+/// error no file operation returns, so the tests can make one with `from_raw_os_error`.
+pub const ENOTCAPABLE: i32 = 76;
+
+/// Where a path the sandbox refused leads, in the words every tool uses for it.
+pub const LEADS_OUT: &str = "outside the workspace (a link or `..` leads out)";
+
+/// Whether `err` is the sandbox refusing a path that leads out of the workspace.
+pub fn leads_out(err: &io::Error) -> bool {
+    err.raw_os_error() == Some(ENOTCAPABLE)
+}
+
+/// The error for `display` (the path as the caller gave it) when `err` is the sandbox refusing
+/// it because a link or `..` leads out of the workspace; `None` for any other error.
+///
+/// The host jails every path (see the module doc); this only says so instead of "Capabilities
+/// insufficient (os error 76)". It is a bad-arguments error: another path works.
+pub fn jail_refusal(err: &io::Error, display: &str) -> Option<ToolError> {
+    leads_out(err).then(|| {
+        ToolError::bad_args(format!(
+            "\"{display}\" is {LEADS_OUT}; the tool can only reach files inside the workspace, so pass a path that stays in it"
+        ))
+    })
+}
+
 /// Turns an I/O error into an actionable tool error.
 ///
 /// `action` is a verb phrase such as "read" and `display` the path as the caller knows it.
-/// Errors the caller can fix by changing the arguments (not found, wrong kind of file)
-/// are [`ErrorKind::BadArgs`]; everything else is [`ErrorKind::Failed`].
+/// Errors the caller can fix by changing the arguments (not found, wrong kind of file, a path
+/// that leads out of the workspace, see [`jail_refusal`]) are [`ErrorKind::BadArgs`];
+/// everything else is [`ErrorKind::Failed`].
 pub fn io_error(err: &io::Error, action: &str, display: &str) -> ToolError {
+    if let Some(refused) = jail_refusal(err, display) {
+        return refused;
+    }
     match err.kind() {
         io::ErrorKind::NotFound => ToolError::bad_args(format!(
             "cannot {action} \"{display}\": no such file or directory; use filesystem.list or filesystem.search to find the right path"

@@ -82,8 +82,11 @@ fn write(root: &Path, args: &Args) -> Result<Output, ToolError> {
     }
 
     if let Some(parent) = path.full.parent()
-        && !parent.exists()
+        && let Err(e) = fs::metadata(parent)
     {
+        if let Some(refused) = abi::jail_refusal(&e, &path.display) {
+            return Err(refused);
+        }
         if args.create_dirs {
             fs::create_dir_all(parent).map_err(|e| {
                 abi::io_error(&e, "create the parent directories of", &path.display)

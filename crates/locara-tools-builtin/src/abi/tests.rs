@@ -152,6 +152,21 @@ fn io_errors_map_to_kinds_and_hints() {
 }
 
 #[test]
+fn a_path_the_sandbox_refuses_is_said_to_lead_out_of_the_workspace() {
+    let refused = io::Error::from_raw_os_error(ENOTCAPABLE);
+    let err = io_error(&refused, "read", "notes/secret");
+    assert_eq!(err.kind(), ErrorKind::BadArgs);
+    assert_eq!(
+        err.message(),
+        "\"notes/secret\" is outside the workspace (a link or `..` leads out); the tool can only reach files inside the workspace, so pass a path that stays in it"
+    );
+    assert!(leads_out(&refused));
+    // Other errors are not taken for it.
+    assert!(jail_refusal(&io::Error::from(io::ErrorKind::PermissionDenied), "a").is_none());
+    assert!(jail_refusal(&io::Error::from_raw_os_error(2), "a").is_none());
+}
+
+#[test]
 fn exit_codes_follow_the_abi() {
     assert_eq!(ErrorKind::Failed.exit_code(), 1);
     assert_eq!(ErrorKind::BadArgs.exit_code(), 2);

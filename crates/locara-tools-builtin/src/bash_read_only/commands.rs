@@ -859,6 +859,9 @@ fn join_path(start: &str, rel: &str) -> String {
 
 /// Describes an I/O error the way coreutils do, as a tool error.
 fn io_err(cmd: &str, arg: &str, err: &io::Error) -> ToolError {
+    if abi::leads_out(err) {
+        return ToolError::bad_args(format!("{cmd}: {arg}: {}", abi::LEADS_OUT));
+    }
     let (what, hint) = match err.kind() {
         io::ErrorKind::NotFound => (
             "No such file or directory",
