@@ -9,21 +9,48 @@ use locara_facade::{BackendKind, Locara, LocaraConfig, RunRequest};
 use locara_manifest::{FsGrant, Grants};
 use locara_test_artifacts::{SHARED_COMPILED_CACHE, TestHome, UPSTREAM_TOOLS};
 use serde_json::json;
+use std::path::Path;
 
 const TOOL: &str = "code-exec.python";
+
+/// Writes a secret key file into `<home>/keys/`, and returns its text.
+pub(crate) fn plant_home_key(home: &Path) -> String {
+    let keys = home.join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let secret = format!(
+        "{{\"secret_key\": \"PLANTED-HOME-KEY-{}-{}\"}}",
+        std::process::id(),
+        keys.display().to_string().len()
+    );
+    std::fs::write(keys.join("locara-dev.secret.json"), &secret).unwrap();
+    secret
+}
+
+/// Fails if `text` holds the key, as it is or base64-encoded.
+pub(crate) fn assert_no_key(text: &str, secret: &str) {
+    use base64::Engine as _;
+    let marker = &secret[secret.find("PLANTED").unwrap()..secret.len() - 2];
+    let encoded = base64::engine::general_purpose::STANDARD.encode(secret);
+    assert!(
+        !text.contains(marker) && !text.contains(&encoded),
+        "the home key leaked: {text}"
+    );
+}
+
+/// The Python program of the issue: `/tmp/out` replaced by a relative link to `<home>/keys`.
+pub(crate) fn link_out_to_keys(home: &Path) -> String {
+    format!(
+        "import os\nos.symlink({:?}, '/tmp/out')\n",
+        climb_to(&home.join("keys"))
+    )
+}
 
 /// A home with code-exec.python and a secret key file in `<home>/keys/`.
 fn home_with_key() -> (TestHome, String) {
     let home = TestHome::new();
     assert!(UPSTREAM_TOOLS.iter().any(|(id, _)| *id == TOOL));
     home.publish_upstream_tool(TOOL);
-    let keys = home.path().join("keys");
-    std::fs::create_dir_all(&keys).unwrap();
-    let secret = format!(
-        "{{\"secret_key\": \"PLANTED-HOME-KEY-{}\"}}",
-        std::process::id()
-    );
-    std::fs::write(keys.join("locara-dev.secret.json"), &secret).unwrap();
+    let secret = plant_home_key(home.path());
     (home, secret)
 }
 
@@ -75,12 +102,7 @@ async fn a_symlinked_out_never_returns_a_home_key() {
                 .await
                 .expect("the call runs");
             let everything = serde_json::to_string(&response).unwrap();
-            let key_part = &secret[secret.find("PLANTED").unwrap()..secret.len() - 2];
-            assert!(
-                !everything.contains(key_part) && !everything.contains(&base64_of(&secret)),
-                "{} returned the home key: {everything}",
-                locara.engine().name()
-            );
+            assert_no_key(&everything, &secret);
             assert!(
                 response.files.is_empty(),
                 "{}: {:?}",
@@ -101,11 +123,6 @@ async fn a_symlinked_out_never_returns_a_home_key() {
             }
         }
     }
-}
-
-fn base64_of(text: &str) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(text)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -138,5 +155,37 @@ async fn output_files_are_never_written_through_a_link_in_the_output_dir() {
             "{} wrote outside the grant",
             locara.engine().name()
         );
+    }
+}
+
+/// The reproduction from the command line, `locara run code-exec.python --arg code=@esc.py
+/// --json` as in the issue, on both engines: exit 1, an `invalid_output` report, and no byte
+/// of the key anywhere.
+#[test]
+fn the_cli_returns_no_home_key() {
+    let (home, secret) = home_with_key();
+    let script = home.path().join("esc.py");
+    std::fs::write(&script, link_out_to_keys(home.path())).unwrap();
+    for engine in ["wasmtime", "wasmi"] {
+        let output = std::process::Command::new(crate::mcp_server::locara())
+            .args(["--home", home.path().to_str().unwrap(), "--engine", engine])
+            .args(["run", TOOL, "--arg"])
+            .arg(format!("code=@{}", script.display()))
+            .arg("--json")
+            .current_dir(home.path())
+            .output()
+            .expect("run locara");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{engine}: {stdout}\n{stderr}"
+        );
+        assert!(
+            format!("{stdout}{stderr}").contains("/tmp/out as a symbolic link"),
+            "{engine}: {stdout}\n{stderr}"
+        );
+        assert_no_key(&format!("{stdout}{stderr}"), &secret);
     }
 }

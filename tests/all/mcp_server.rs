@@ -40,7 +40,7 @@ pub(crate) fn python() -> PathBuf {
 }
 
 /// The `locara` binary, built (once per test process) into this test's target directory.
-fn locara() -> &'static Path {
+pub(crate) fn locara() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test binary's path");
@@ -268,9 +268,8 @@ fn stdio() {
     check(&fixture, &report);
 }
 
-#[test]
-fn streamable_http() {
-    let fixture = Fixture::new();
+/// `locara serve --http 127.0.0.1:0` for `fixture`, and its URL, once it listens.
+fn serve_http(fixture: &Fixture) -> (Server, String) {
     let mut server = Server(
         fixture
             .serve(&["--http", "127.0.0.1:0"])
@@ -294,8 +293,34 @@ fn streamable_http() {
     );
     // Keep draining stderr so the server never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (server, url)
+}
+
+#[test]
+fn streamable_http() {
+    let fixture = Fixture::new();
+    let (_server, url) = serve_http(&fixture);
     let report = fixture.client(&["http", &url], &calls());
     check(&fixture, &report);
+}
+
+/// Issue 14 over `serve --http`: a tool that replaces `/tmp/out` by a link to the home's
+/// `keys/` gets an error result, and no blob resource (nor any other byte of the answer) holds
+/// the key.
+#[test]
+fn a_symlinked_out_returns_no_home_key_over_http() {
+    let fixture = Fixture::new();
+    fixture.home.publish_upstream_tool("code-exec.python");
+    let secret = crate::escape::plant_home_key(fixture.home.path());
+    let (_server, url) = serve_http(&fixture);
+    let code = crate::escape::link_out_to_keys(fixture.home.path());
+    let calls = json!([{"name": "code-exec.python", "arguments": {"code": code}}]);
+    let report = fixture.client(&["http", &url], &calls);
+    let result = &report["results"][0];
+    assert_eq!(result["isError"], json!(true), "{report:#}");
+    let error = first_text(result);
+    assert_eq!(error["code"], json!("invalid_output"), "{error:#}");
+    crate::escape::assert_no_key(&report.to_string(), &secret);
 }
 
 #[test]
