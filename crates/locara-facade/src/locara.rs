@@ -229,6 +229,11 @@ impl Resolver for AppResolver {
     }
 }
 
+/// Startup refused: two tools claim one `id@version` (or an app ships one id twice).
+fn conflicting_tool(message: String, hint: &str) -> Error {
+    Error::new("conflicting_tool", message, hint)
+}
+
 /// The one entry point for hosts and agents: search, describe, run and chain tools.
 ///
 /// `Send + Sync`: share one behind an `Arc` (or by reference across scoped threads); calls may
@@ -257,7 +262,8 @@ impl Locara {
     ///
     /// # Errors
     /// When the trust store or lockfile cannot be read, an app tool fails verification, or the
-    /// engine cannot start.
+    /// engine cannot start; `conflicting_tool` when an app tool has the `id@version` of a
+    /// registry tool (one the registry holds or the app pins), or the app ships one id twice.
     pub fn new(config: &LocaraConfig) -> Result<Locara, Error> {
         let trust_dir = config.trust_dir();
         let trust = if trust_dir.is_dir() {
@@ -275,7 +281,9 @@ impl Locara {
         let registry = Arc::new(registry);
 
         let mut grants = config.grants.clone();
-        let mut custom = HashMap::new();
+        let mut custom: HashMap<ToolName, VerifiedArtifact> = HashMap::new();
+        // The manifest file of each app-shipped tool, for messages.
+        let mut shipped: HashMap<ToolName, PathBuf> = HashMap::new();
         let mut declared = None;
         if let Some(app) = &config.app {
             grants = app.grants.clone();
@@ -298,7 +306,21 @@ impl Locara {
                         let at = |p: &PathBuf| config.app_dir.join(p);
                         let artifact =
                             registry.verify_path(&at(manifest), &at(signature), &at(path))?;
-                        custom.insert(artifact.manifest().id.clone(), artifact);
+                        let id = artifact.manifest().id.clone();
+                        if let Some(first) = shipped.get(&id) {
+                            return Err(conflicting_tool(
+                                format!(
+                                    "the app ships two tools with the id `{id}`: {} (`{}`) and {} (`{}`)",
+                                    first.display(),
+                                    custom[&id].manifest().tool_ref(),
+                                    at(manifest).display(),
+                                    artifact.manifest().tool_ref(),
+                                ),
+                                "ship one version of each tool; give a different tool its own id",
+                            ));
+                        }
+                        shipped.insert(id.clone(), at(manifest));
+                        custom.insert(id, artifact);
                     }
                     _ => {}
                 }
@@ -310,6 +332,42 @@ impl Locara {
         let listing = registry.list()?;
         for rejected in &listing.rejected {
             tracing::warn!(path = %rejected.path.display(), error = %rejected.error, "registry entry rejected");
+        }
+        // An app-shipped tool must not share its `id@version` with a registry tool: which of the
+        // two a call, a receipt or a lockfile pin means would depend on lookup order.
+        for (id, artifact) in &custom {
+            let version = &artifact.manifest().version;
+            let reference = artifact.manifest().tool_ref();
+            let in_registry = listing
+                .tools
+                .iter()
+                .any(|t| &t.id == id && &t.version == version);
+            let pinned = declared
+                .as_ref()
+                .and_then(|d| d.get(id))
+                .is_some_and(|r| r.version.as_ref() == Some(version));
+            if in_registry || pinned {
+                let registry_side = if in_registry {
+                    format!(
+                        "the registry has `{reference}` too ({})",
+                        registry
+                            .root()
+                            .join("tools")
+                            .join(id.as_str())
+                            .join(version.to_string())
+                            .display()
+                    )
+                } else {
+                    format!("the app manifest also lists `{reference}` as a registry tool")
+                };
+                return Err(conflicting_tool(
+                    format!(
+                        "the app ships `{reference}` ({}), and {registry_side}: one name for two tools",
+                        shipped[id].display()
+                    ),
+                    "give the app's tool another id or version in its manifest and sign it again, or drop one of the two",
+                ));
+            }
         }
         for tool in listing.tools {
             let callable = match &declared {
