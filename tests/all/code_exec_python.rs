@@ -1197,6 +1197,48 @@ async fn stderr_is_bounded_in_the_guest() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_to_fd_1_and_2_are_captured_in_order_with_print() {
+    let (_home, hosts) = engines();
+    // fd 1 is the tool's JSON output: raw bytes there (a newline, a quote) used to break it or
+    // forge its fields. Every usual way to reach the two descriptors is captured instead.
+    let code = r#"import os
+print("a")
+os.write(1, b"b\n")
+os.write(2, b"e\n")
+os.writev(1, [b'"quoted", "exit_code": 7', b"\n"])
+f = open(1, "w")
+f.write("c\n")
+os.fdopen(2, "wb").write("é".encode())
+print("d")
+os.write(1, b"\xc3")
+os.write(1, b"\xa9")
+"#;
+    for locara in &hosts {
+        let out = output(locara, json!({ "code": code })).await;
+        assert_eq!(
+            out,
+            json!({
+                "stdout": "a\nb\n\"quoted\", \"exit_code\": 7\nc\nd\né",
+                "stderr": "e\né",
+                "exit_code": 0,
+                "result": "1",
+                "files": []
+            }),
+            "{}",
+            locara.engine().name()
+        );
+        // Reading them is refused like a write-only descriptor.
+        let error = tool_error(locara, "open(1).read()").await;
+        assert!(
+            error
+                .trim_end()
+                .ends_with("io.UnsupportedOperation: fd 1 is write-only"),
+            "{error}"
+        );
+    }
+}
+
 /// Standard base64 with padding.
 fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

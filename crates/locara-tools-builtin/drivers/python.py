@@ -14,8 +14,11 @@ and writes one JSON object on stdout: `stdout`, `stderr`, `exit_code`, `result`,
   and exit code 1. Bad `files` (or arguments) are exit code 2. A MemoryError ends the process
   with exit code 1, which the host reports as the memory limit when memory growth was refused.
 
-The code shares the process's file descriptors: writing to fd 1 directly (`os.write(1, ...)`)
-bypasses the capture and makes the output invalid JSON, which the host reports as such.
+fd 1 is the tool's JSON output, so the code's writes to fd 1 and 2 through `os.write` (or
+`posix.write`, `os.writev`) and files opened on them (`open(1, "w")`, `os.fdopen(2, "wb")`) go
+into the captured streams, in order with `print`. Only a lower-level write (`io.FileIO(1)`,
+`_io.open(1)`) reaches the descriptor itself: its raw bytes land inside the JSON, which the host
+then refuses as invalid output unless they happen to be valid in a JSON string.
 
 Run as `python -c <this file>`, the module runs one call and exits. With the extra argument
 `--locara-preinit` it only defines `__locara_main`, imports the commonly used standard modules
@@ -46,6 +49,10 @@ _PREINIT_FLAG = "--locara-preinit"
 _STDOUT_BUFFER = 64 << 10
 _STDERR_KEEP = 1 << 20
 _encode_json_string = json.encoder.encode_basestring
+# The driver's own writes; the code's `os.write` is replaced (`_capture_descriptors`).
+_os_write = os.write
+_os_writev = getattr(os, "writev", None)
+_open = io.open
 
 
 class _BadArgs(Exception):
@@ -55,7 +62,7 @@ class _BadArgs(Exception):
 def _write_all(fd, data):
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[_os_write(fd, view):]
 
 
 def _clean_text(text):
@@ -173,6 +180,43 @@ class _CapturedStderr(_TextSink):
         if self._dropped:
             text += f"\n[stderr truncated: {self._dropped} more bytes were dropped]"
         return text
+
+
+def _capture_descriptors(stdout, stderr):
+    """Sends the code's writes to fd 1 and 2 into `stdout` and `stderr` (see the module doc)."""
+    import posix
+
+    sinks = {1: stdout, 2: stderr}
+
+    def write(fd, data):
+        sink = sinks.get(fd) if isinstance(fd, int) else None
+        if sink is None:
+            return _os_write(fd, data)
+        data = bytes(memoryview(data))
+        sink._write_bytes(data)
+        return len(data)
+
+    def writev(fd, buffers):
+        sink = sinks.get(fd) if isinstance(fd, int) else None
+        if sink is None:
+            return _os_writev(fd, buffers)
+        return sum(write(fd, buffer) for buffer in buffers)
+
+    def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
+        sink = sinks.get(file) if isinstance(file, int) else None
+        if sink is None:
+            return _open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+        if "r" in mode or "+" in mode:
+            raise io.UnsupportedOperation(f"fd {file} is write-only")
+        raw = _ByteSink(sink)
+        if "b" in mode:
+            return raw
+        return io.TextIOWrapper(raw, encoding or "utf-8", errors or "strict", newline, write_through=True)
+
+    os.write = posix.write = write
+    if _os_writev is not None:
+        os.writev = posix.writev = writev
+    builtins.open = io.open = open
 
 
 def _read_input():
@@ -302,7 +346,7 @@ def _files_json():
 
     parts = []
     for shown, full in _out_files():
-        with open(full, "rb") as file:
+        with _open(full, "rb") as file:
             data = file.read()
         try:
             encoding, content = "utf8", data.decode("utf-8")
@@ -405,6 +449,7 @@ def _main():
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8", "surrogatepass")), "utf-8", "replace")
     sys.stdout = sys.__stdout__ = stdout
     sys.stderr = sys.__stderr__ = stderr
+    _capture_descriptors(stdout, stderr)
     _write_all(1, b'{"stdout":"')
 
     exit_code = 0
