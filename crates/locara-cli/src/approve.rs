@@ -49,7 +49,7 @@ impl Policy {
     pub(crate) fn read(path: &Path) -> anyhow::Result<Policy> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the policy file {}", path.display()))?;
-        let policy: Policy = serde_json::from_str(&text).with_context(|| {
+        let policy: Policy = locara_manifest::json::from_str("policy file", &text).with_context(|| {
             format!(
                 "invalid policy file {}: expected {{\"allow\": [...], \"deny\": [...], \"otherwise\": \"deny\"|\"ask\"}}",
                 path.display()
@@ -209,5 +209,9 @@ mod tests {
             error.contains("policy.json") && error.contains("permit"),
             "{error}"
         );
+        // A repeated key is refused, not read as its last value.
+        std::fs::write(&file, r#"{"deny": ["admin.*"], "deny": []}"#).unwrap();
+        let error = format!("{:#}", Policy::read(&file).unwrap_err());
+        assert!(error.contains("duplicate key \"deny\""), "{error}");
     }
 }

@@ -276,8 +276,9 @@ fn registry_check(ctx: &Context, receipt: &Receipt) -> Result<String, String> {
 fn digest_check(path: &Path, expected: Option<&String>) -> anyhow::Result<Result<String, String>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    // Strict: a repeated key would hash one way here and be read another way elsewhere.
+    let value = locara_manifest::json::parse_value("receipt input or output", &text)
+        .with_context(|| format!("{} is not JSON with unique keys", path.display()))?;
     let actual = receipt_digest(&value);
     Ok(match expected {
         Some(expected) if *expected == actual => Ok(format!("{} matches", path.display())),

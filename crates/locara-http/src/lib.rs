@@ -83,9 +83,12 @@ pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
         }
         _ => return Err(bad("the scheme must be http")),
     }
+    // `host_str` keeps an IPv6 address in brackets (`[::1]`); a grant names the address alone.
     let host = url
         .host_str()
         .ok_or_else(|| bad("it has no host"))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
         .to_owned();
     let placeholder = HostTool::manifest_template(
         "placeholder"

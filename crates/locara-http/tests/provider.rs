@@ -190,3 +190,13 @@ fn bad_provider_manifests_are_refused_with_the_reason() {
         "{error}"
     );
 }
+
+#[test]
+fn an_ipv6_endpoint_grants_the_address_without_brackets() {
+    let tool = locara_http::provider(&manifest("remote.add", "http://[::1]:8080/add"))
+        .expect("an IPv6 loopback endpoint is a valid provider");
+    assert_eq!(
+        tool.manifest().wasi_imports.net.allowed_hosts,
+        ["::1".to_owned()]
+    );
+}
