@@ -12,7 +12,7 @@ use std::{
     env,
     path::{Path, PathBuf},
     process::Command,
-    time::{SystemTime, UNIX_EPOCH},
+    time::SystemTime,
 };
 
 use anyhow::{Context, Result, bail, format_err};
@@ -122,7 +122,7 @@ fn build_tools(home: &Path) -> Result<()> {
         .collect::<Result<_, _>>()?;
     templates.retain(|p| p.extension().is_some_and(|e| e == "json"));
     templates.sort();
-    let validated_at = rfc3339_now();
+    let validated_at = locara_registry::rfc3339_utc(SystemTime::now());
     let blobs = locara_upstream::fetch::BlobCache::user_default();
     for template_path in &templates {
         let id = template_path
@@ -225,30 +225,6 @@ fn ensure_wasm_target() -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
-fn rfc3339_now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 #[cfg(test)]

@@ -89,63 +89,6 @@ impl ReadLimit {
     }
 }
 
-/// `O_NONBLOCK` for `open(2)`, where it is known: it lets an open of a FIFO return at once
-/// (instead of waiting for a writer) so that the `fstat` of the handle can refuse it. `std`
-/// does not export the constant and the crate has no `libc` dependency; the values are the
-/// platforms' ABI, fixed forever.
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    not(any(
-        target_arch = "mips",
-        target_arch = "mips64",
-        target_arch = "mips32r6",
-        target_arch = "mips64r6",
-        target_arch = "sparc",
-        target_arch = "sparc64"
-    ))
-))]
-const O_NONBLOCK: Option<i32> = Some(0o4000);
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    any(
-        target_arch = "mips",
-        target_arch = "mips64",
-        target_arch = "mips32r6",
-        target_arch = "mips64r6"
-    )
-))]
-const O_NONBLOCK: Option<i32> = Some(0x80);
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    any(target_arch = "sparc", target_arch = "sparc64")
-))]
-const O_NONBLOCK: Option<i32> = Some(0x4000);
-#[cfg(any(
-    target_vendor = "apple",
-    target_os = "freebsd",
-    target_os = "netbsd",
-    target_os = "openbsd",
-    target_os = "dragonfly"
-))]
-const O_NONBLOCK: Option<i32> = Some(0x4);
-#[cfg(any(target_os = "solaris", target_os = "illumos"))]
-const O_NONBLOCK: Option<i32> = Some(0x80);
-#[cfg(all(
-    unix,
-    not(any(
-        target_os = "linux",
-        target_os = "android",
-        target_vendor = "apple",
-        target_os = "freebsd",
-        target_os = "netbsd",
-        target_os = "openbsd",
-        target_os = "dragonfly",
-        target_os = "solaris",
-        target_os = "illumos"
-    ))
-))]
-const O_NONBLOCK: Option<i32> = None;
-
 /// Opens `path` for reading if it is a regular file (following symlinks), and returns the
 /// handle with its metadata, taken from the handle (not the path) so they describe the same
 /// file.
@@ -157,18 +100,13 @@ const O_NONBLOCK: Option<i32> = None;
 pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), Error> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
+    // `O_NONBLOCK`: an open of a FIFO returns at once instead of waiting for a writer, so the
+    // `fstat` of the handle can refuse it. It changes nothing for a regular file.
     #[cfg(unix)]
-    match O_NONBLOCK {
-        Some(flag) => {
-            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, flag);
-        }
-        // Without the flag a FIFO would block the open: look before opening. Someone could
-        // swap the file in between; the `fstat` below still refuses whatever was opened.
-        None => {
-            let meta = std::fs::metadata(path).map_err(io("read", path))?;
-            check_regular(path, &meta)?;
-        }
-    }
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    // Elsewhere, look before opening; the `fstat` below still refuses whatever was opened.
+    #[cfg(not(unix))]
+    check_regular(path, &std::fs::metadata(path).map_err(io("read", path))?)?;
     let file = options.open(path).map_err(io("read", path))?;
     let meta = file.metadata().map_err(io("read", path))?;
     check_regular(path, &meta)?;

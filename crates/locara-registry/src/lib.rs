@@ -55,6 +55,7 @@ mod models;
 mod receipt;
 mod registry;
 mod signature;
+mod time;
 mod trust;
 mod verified;
 
@@ -75,6 +76,7 @@ pub use crate::{
         prepare_manifest,
     },
     signature::{ManifestSignature, sign_manifest, verify_manifest},
+    time::rfc3339_utc,
     trust::{REVOCATION_FILE, Revocation, TrustStore},
     verified::VerifiedArtifact,
 };
