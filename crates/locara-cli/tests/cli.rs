@@ -2,13 +2,15 @@
 //! `test.probe` guest, published and signed): real processes, real outputs, real exit codes.
 
 use std::{
-    io::Write as _,
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
 
-use locara_test_artifacts::{TOOLS, TestHome};
+use locara_test_artifacts::TOOLS;
 use serde_json::{Value, json};
+
+mod support;
+use support::{Cli, s};
 
 /// The built-in tools every home built by `cargo xtask build-tools` has.
 /// The built-in tools a `TestHome` publishes (interpreter tools are published on demand).
@@ -33,86 +35,6 @@ const BUILTIN: &[&str] = &[
     "text.translate",
     "web.fetch",
 ];
-
-/// A test home plus a clean working directory (no stray `locara.json` or `.locara`).
-struct Cli {
-    home: TestHome,
-    cwd: tempfile::TempDir,
-}
-
-/// What one run of the binary did.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
-    }
-}
-
-impl Cli {
-    fn new() -> Cli {
-        Cli {
-            home: TestHome::new(),
-            cwd: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_locara"));
-        command
-            .args(args)
-            .env("LOCARA_HOME", self.home.path())
-            .current_dir(self.cwd.path());
-        command
-    }
-
-    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Run {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn locara");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        Run {
-            code: output.status.code().expect("exit code"),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        self.run_with_stdin(args, "")
-    }
-
-    /// Runs and asserts exit code `code`.
-    fn expect(&self, code: i32, args: &[&str]) -> Run {
-        let run = self.run(args);
-        assert_eq!(run.code, code, "locara {args:?}: {run:#?}");
-        run
-    }
-
-    fn path(&self, relative: &str) -> PathBuf {
-        self.cwd.path().join(relative)
-    }
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 /// The wasm and manifest template of a built-in tool.
 fn artifact(id: &str) -> (&'static str, &'static str) {

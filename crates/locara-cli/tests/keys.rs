@@ -2,102 +2,26 @@
 //! trusted key (`locara trust revoke`) and what that refuses, `verify-receipt`'s verdict coming
 //! before the receipt's claims, and home files that are FIFOs or devices.
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::{path::Path, process::Command};
 
-use locara_test_artifacts::TestHome;
 use serde_json::{Value, json};
 
-/// A test home plus a clean working directory.
-struct Cli {
-    home: TestHome,
-    cwd: tempfile::TempDir,
-}
+mod support;
+use support::{Cli, Run, s};
 
-/// What one run of the binary did.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Cli {
-    fn new() -> Cli {
-        Cli {
-            home: TestHome::new(),
-            cwd: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    /// Runs the binary, killing it (and failing the test) if it has not exited within 60 s:
-    /// a read that blocks on a FIFO must fail the test, not hang it.
-    fn run(&self, args: &[&str]) -> Run {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_locara"))
-            .args(args)
-            .env("LOCARA_HOME", self.home.path())
-            .current_dir(self.cwd.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn locara");
-        let started = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > Duration::from_secs(60) {
-                child.kill().unwrap();
-                let output = child.wait_with_output().unwrap();
-                panic!(
-                    "locara {args:?} did not exit within 60 s (it blocked); stderr: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let output = child.wait_with_output().unwrap();
-        Run {
-            code: output.status.code().expect("exit code"),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
-    }
-
-    /// Runs and asserts exit code `code`.
-    fn expect(&self, code: i32, args: &[&str]) -> Run {
-        let run = self.run(args);
-        assert_eq!(run.code, code, "locara {args:?}: {run:#?}");
-        run
-    }
-
-    fn path(&self, relative: &str) -> PathBuf {
-        self.cwd.path().join(relative)
-    }
-
-    fn home(&self, relative: &str) -> PathBuf {
-        self.home.path().join(relative)
-    }
-
-    /// Runs text.chunk with a receipt written to `file`.
-    fn run_with_receipt(&self, file: &str) -> Run {
-        self.expect(
-            0,
-            &[
-                "run",
-                "text.chunk",
-                "--arg",
-                "text=One. Two.",
-                "--receipt",
-                file,
-            ],
-        )
-    }
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
+/// Runs text.chunk with a receipt written to `file`.
+fn run_with_receipt(cli: &Cli, file: &str) -> Run {
+    cli.expect(
+        0,
+        &[
+            "run",
+            "text.chunk",
+            "--arg",
+            "text=One. Two.",
+            "--receipt",
+            file,
+        ],
+    )
 }
 
 #[cfg(unix)]
@@ -111,7 +35,7 @@ fn mode(path: &Path) -> u32 {
 fn secret_keys_are_owner_only_and_refused_when_others_can_read_them() {
     use std::os::unix::fs::PermissionsExt as _;
 
-    let cli = Cli::new();
+    let cli = Cli::watched();
     // `keygen --out DIR` makes DIR (missing) mode 0700 and the secret key 0600.
     let keys = cli.path("new/keys");
     cli.expect(0, &["keygen", "--publisher", "acme", "--out", s(&keys)]);
@@ -120,10 +44,10 @@ fn secret_keys_are_owner_only_and_refused_when_others_can_read_them() {
     assert_eq!(mode(&keys.join("acme.pub.json")), 0o644);
 
     // The receipt key: `<home>/keys` made 0700, the key 0600.
-    assert!(!cli.home("keys").exists());
-    cli.run_with_receipt("receipt.json");
-    assert_eq!(mode(&cli.home("keys")), 0o700);
-    let secret = cli.home("keys/receipts.secret.json");
+    assert!(!cli.in_home("keys").exists());
+    run_with_receipt(&cli, "receipt.json");
+    assert_eq!(mode(&cli.in_home("keys")), 0o700);
+    let secret = cli.in_home("keys/receipts.secret.json");
     assert_eq!(mode(&secret), 0o600);
 
     // A secret key others can read is refused, naming the fix.
@@ -161,14 +85,14 @@ fn secret_keys_are_owner_only_and_refused_when_others_can_read_them() {
     );
     assert!(run.stderr.contains("its mode is 0644"), "{}", run.stderr);
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    cli.run_with_receipt("again.json");
+    run_with_receipt(&cli, "again.json");
 }
 
 #[test]
 fn a_revoked_publisher_key_fails_run_verify_and_its_receipts() {
-    let cli = Cli::new();
+    let cli = Cli::watched();
     let key_id = cli.home.key.key_id().to_string();
-    cli.run_with_receipt("receipt.json");
+    run_with_receipt(&cli, "receipt.json");
 
     let run = cli.expect(0, &["trust", "list"]);
     assert_eq!(
@@ -181,7 +105,7 @@ fn a_revoked_publisher_key_fails_run_verify_and_its_receipts() {
         0,
         &["trust", "revoke", &key_id, "--reason", "laptop stolen"],
     );
-    let revoked = cli.home("trust/revoked.json");
+    let revoked = cli.in_home("trust/revoked.json");
     assert!(
         run.stdout.starts_with(&format!(
             "revoked {key_id} (locara-tests), recorded in {}\n",
@@ -203,7 +127,7 @@ fn a_revoked_publisher_key_fails_run_verify_and_its_receipts() {
         "{revoked_at}"
     );
     // The key file stays; the key is not trusted all the same.
-    assert!(cli.home("trust/locara-tests.pub.json").is_file());
+    assert!(cli.in_home("trust/locara-tests.pub.json").is_file());
     let run = cli.expect(0, &["trust", "list"]);
     assert_eq!(
         run.stdout,
@@ -269,11 +193,12 @@ fn a_revoked_publisher_key_fails_run_verify_and_its_receipts() {
 
 #[test]
 fn a_revoked_receipt_key_rejects_its_receipts_and_signs_no_more() {
-    let cli = Cli::new();
-    cli.run_with_receipt("receipt.json");
-    let public: Value =
-        serde_json::from_str(&std::fs::read_to_string(cli.home("keys/receipts.pub.json")).unwrap())
-            .unwrap();
+    let cli = Cli::watched();
+    run_with_receipt(&cli, "receipt.json");
+    let public: Value = serde_json::from_str(
+        &std::fs::read_to_string(cli.in_home("keys/receipts.pub.json")).unwrap(),
+    )
+    .unwrap();
     let receipt_key = public["key_id"].as_str().unwrap().to_owned();
     cli.expect(0, &["verify-receipt", "receipt.json"]);
 
@@ -346,15 +271,15 @@ fn a_revoked_receipt_key_rejects_its_receipts_and_signs_no_more() {
         run.stderr
     );
     assert!(!cli.path("again.json").exists());
-    std::fs::rename(cli.home("keys"), cli.home("old-keys")).unwrap();
-    cli.run_with_receipt("again.json");
+    std::fs::rename(cli.in_home("keys"), cli.in_home("old-keys")).unwrap();
+    run_with_receipt(&cli, "again.json");
     cli.expect(0, &["verify-receipt", "again.json"]);
 }
 
 #[test]
 fn verify_receipt_says_fail_before_the_claims_and_names_the_receipt() {
-    let cli = Cli::new();
-    let run = cli.run_with_receipt("receipt.json");
+    let cli = Cli::watched();
+    let run = run_with_receipt(&cli, "receipt.json");
     assert!(
         run.stderr.contains("made the receipt key"),
         "{}",
@@ -420,8 +345,8 @@ fn verify_receipt_says_fail_before_the_claims_and_names_the_receipt() {
 #[cfg(unix)]
 #[test]
 fn a_fifo_or_dev_zero_in_the_home_gives_a_clear_error_quickly() {
-    let cli = Cli::new();
-    cli.run_with_receipt("receipt.json");
+    let cli = Cli::watched();
+    run_with_receipt(&cli, "receipt.json");
     let put = |path: &Path, fifo: bool| {
         std::fs::remove_file(path).unwrap();
         if fifo {
@@ -465,7 +390,7 @@ fn a_fifo_or_dev_zero_in_the_home_gives_a_clear_error_quickly() {
         let wasm = manifest.with_file_name("text.chunk-0.1.0.wasm");
         let saved = std::fs::read(&wasm).unwrap();
         put(&wasm, fifo);
-        let _ = std::fs::remove_dir_all(cli.home("cache"));
+        let _ = std::fs::remove_dir_all(cli.in_home("cache"));
         let run = cli.expect(2, &["run", "text.chunk", "--arg", "text=x"]);
         assert!(
             run.stderr
@@ -477,7 +402,7 @@ fn a_fifo_or_dev_zero_in_the_home_gives_a_clear_error_quickly() {
         std::fs::write(&wasm, saved).unwrap();
 
         // A trusted key file: the trust store does not load.
-        let public = cli.home("trust/locara-tests.pub.json");
+        let public = cli.in_home("trust/locara-tests.pub.json");
         let saved = std::fs::read(&public).unwrap();
         put(&public, fifo);
         let run = cli.expect(2, &["list"]);
@@ -488,7 +413,7 @@ fn a_fifo_or_dev_zero_in_the_home_gives_a_clear_error_quickly() {
         std::fs::write(&public, saved).unwrap();
 
         // The lockfile: `verify` reads it, and so does `run`.
-        let lockfile = cli.home("locara.lock");
+        let lockfile = cli.in_home("locara.lock");
         let saved = std::fs::read(&lockfile).unwrap();
         put(&lockfile, fifo);
         let run = cli.expect(2, &["verify"]);
@@ -499,7 +424,7 @@ fn a_fifo_or_dev_zero_in_the_home_gives_a_clear_error_quickly() {
         std::fs::write(&lockfile, saved).unwrap();
 
         // The receipt key: refused, not taken for a missing key and replaced.
-        let secret = cli.home("keys/receipts.secret.json");
+        let secret = cli.in_home("keys/receipts.secret.json");
         let saved = std::fs::read(&secret).unwrap();
         put(&secret, fifo);
         let run = cli.expect(
@@ -519,7 +444,7 @@ fn a_fifo_or_dev_zero_in_the_home_gives_a_clear_error_quickly() {
             run.stderr
         );
         // The receipt's public key, read by `verify-receipt`.
-        let public = cli.home("keys/receipts.pub.json");
+        let public = cli.in_home("keys/receipts.pub.json");
         let saved_public = std::fs::read(&public).unwrap();
         put(&public, fifo);
         let run = cli.expect(2, &["verify-receipt", "receipt.json"]);

@@ -4,84 +4,61 @@
 
 use std::{
     io::{BufRead as _, BufReader, Read as _, Write as _},
-    process::{Child, ChildStdin, Command, Stdio},
+    process::{Child, ChildStdin, Stdio},
     sync::mpsc,
     thread,
     time::{Duration, Instant},
 };
 
-use locara_test_artifacts::TestHome;
 use serde_json::{Value, json};
+
+mod support;
+use support::Cli;
 
 /// How long a test waits for one answer (the first one includes opening the home).
 const WAIT: Duration = Duration::from_secs(30);
 
-/// A test home and a clean working directory (no stray `locara.json`).
-struct Fixture {
-    home: TestHome,
-    cwd: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new() -> Fixture {
-        Fixture {
-            home: TestHome::new(),
-            cwd: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_locara"));
-        command
-            .args(args)
-            .env("LOCARA_HOME", self.home.path())
-            .env_remove("LOCARA_LLM_URL")
-            .current_dir(self.cwd.path());
-        command
-    }
-
-    /// Starts `locara ARGS…` (ending in `serve`) and completes the MCP handshake.
-    fn serve(&self, args: &[&str]) -> Server {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn locara serve");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let (lines, received) = mpsc::channel();
-        thread::spawn(move || {
-            for line in stdout.lines() {
-                if lines.send(line.expect("stdout is text")).is_err() {
-                    return;
-                }
+/// Starts `locara ARGS…` (ending in `serve`) and completes the MCP handshake.
+fn serve(cli: &Cli, args: &[&str]) -> Server {
+    let mut child = cli
+        .command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn locara serve");
+    let stdin = child.stdin.take();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (lines, received) = mpsc::channel();
+    thread::spawn(move || {
+        for line in stdout.lines() {
+            if lines.send(line.expect("stdout is text")).is_err() {
+                return;
             }
-        });
-        let mut stderr = child.stderr.take().unwrap();
-        let stderr = thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        });
-        let mut server = Server {
-            child,
-            stdin,
-            received,
-            stderr: Some(stderr),
-        };
-        let initialized = server.ask(
+        }
+    });
+    let mut stderr = child.stderr.take().unwrap();
+    let stderr = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let mut server = Server {
+        child,
+        stdin,
+        received,
+        stderr: Some(stderr),
+    };
+    let initialized = server.ask(
             br#"{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}"#,
         );
-        assert_eq!(
-            initialized["result"]["serverInfo"]["name"],
-            json!("locara"),
-            "{initialized}"
-        );
-        server.send(br#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#);
-        server
-    }
+    assert_eq!(
+        initialized["result"]["serverInfo"]["name"],
+        json!("locara"),
+        "{initialized}"
+    );
+    server.send(br#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#);
+    server
 }
 
 /// A running `locara serve`, killed when the test ends however it ends.
@@ -164,8 +141,8 @@ fn first_text(result: &Value) -> Value {
 
 #[test]
 fn every_bad_line_on_stdio_is_answered_and_the_server_goes_on() {
-    let fixture = Fixture::new();
-    let mut server = fixture.serve(&["serve"]);
+    let fixture = Cli::new();
+    let mut server = serve(&fixture, &["serve"]);
 
     let mut deep = "[".repeat(10_000);
     deep.push_str(&"]".repeat(10_000));
@@ -228,12 +205,12 @@ fn every_bad_line_on_stdio_is_answered_and_the_server_goes_on() {
 
 #[test]
 fn privileged_tools_are_served_and_each_call_needs_yes_or_a_policy() {
-    let fixture = Fixture::new();
+    let fixture = Cli::new();
     fixture.home.publish_probe_as("test.admin", "privileged");
     let echo = json!({"op": "echo", "text": "hi"});
 
     // Listed, marked destructive.
-    let mut server = fixture.serve(&["serve"]);
+    let mut server = serve(&fixture, &["serve"]);
     let listed = server.ask(br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}"#);
     let admin = listed["result"]["tools"]
         .as_array()
@@ -258,7 +235,7 @@ fn privileged_tools_are_served_and_each_call_needs_yes_or_a_policy() {
     server.finish();
 
     // --yes approves every call.
-    let mut server = fixture.serve(&["--yes", "serve"]);
+    let mut server = serve(&fixture, &["--yes", "serve"]);
     let approved = server.call(1, "test.admin", echo.clone());
     assert_eq!(approved["isError"], json!(false), "{approved}");
     server.finish();
@@ -266,12 +243,12 @@ fn privileged_tools_are_served_and_each_call_needs_yes_or_a_policy() {
     // A policy decides by its rules.
     let policy = fixture.cwd.path().join("policy.json");
     std::fs::write(&policy, json!({"allow": ["test.admin"]}).to_string()).unwrap();
-    let mut server = fixture.serve(&["--policy", policy.to_str().unwrap(), "serve"]);
+    let mut server = serve(&fixture, &["--policy", policy.to_str().unwrap(), "serve"]);
     let allowed = server.call(1, "test.admin", echo.clone());
     assert_eq!(allowed["isError"], json!(false), "{allowed}");
     server.finish();
     std::fs::write(&policy, json!({"allow": ["other.*"]}).to_string()).unwrap();
-    let mut server = fixture.serve(&["--policy", policy.to_str().unwrap(), "serve"]);
+    let mut server = serve(&fixture, &["--policy", policy.to_str().unwrap(), "serve"]);
     let denied = server.call(1, "test.admin", echo);
     assert_eq!(
         first_text(&denied)["code"],
@@ -283,7 +260,7 @@ fn privileged_tools_are_served_and_each_call_needs_yes_or_a_policy() {
 
 #[test]
 fn serve_help_says_how_privileged_calls_are_approved() {
-    let fixture = Fixture::new();
+    let fixture = Cli::new();
     let output = fixture.command(&["serve", "--help"]).output().unwrap();
     assert!(output.status.success());
     let help = String::from_utf8(output.stdout).unwrap();

@@ -3,79 +3,10 @@
 //! and `--allow-host` values that are not a host (a grant that would match nothing). Both are
 //! usage errors, exit code 2, saying what to pass; nothing runs.
 
-use std::{
-    io::Write as _,
-    process::{Command, Stdio},
-};
-
-use locara_test_artifacts::TestHome;
 use serde_json::{Value, json};
 
-/// A test home plus a clean working directory.
-struct Cli {
-    home: TestHome,
-    cwd: tempfile::TempDir,
-}
-
-/// What one run of the binary did.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Cli {
-    fn new() -> Cli {
-        Cli {
-            home: TestHome::new(),
-            cwd: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Run {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_locara"))
-            .args(args)
-            .env("LOCARA_HOME", self.home.path())
-            .current_dir(self.cwd.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn locara");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        Run {
-            code: output.status.code().expect("exit code"),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
-    }
-
-    /// Runs and asserts exit code `code`.
-    fn expect(&self, code: i32, args: &[&str]) -> Run {
-        let run = self.run_with_stdin(args, "");
-        assert_eq!(run.code, code, "locara {args:?}: {run:#?}");
-        run
-    }
-
-    /// Runs, asserts a usage error (exit code 2, nothing on stdout) and returns stderr.
-    fn refused(&self, args: &[&str], stdin: &str) -> String {
-        let run = self.run_with_stdin(args, stdin);
-        assert_eq!(run.code, 2, "locara {args:?}: {run:#?}");
-        assert_eq!(run.stdout, "", "locara {args:?}: {run:#?}");
-        run.stderr
-    }
-
-    fn write(&self, name: &str, text: &str) {
-        std::fs::write(self.cwd.path().join(name), text).unwrap();
-    }
-}
+mod support;
+use support::Cli;
 
 /// What the strict parser says of a repeated key, after `where`.
 const ONCE: &str = "an object may name a key only once (JSON readers disagree on which value wins)";
