@@ -8,10 +8,7 @@ use std::{
 
 use base64::Engine as _;
 use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
-use cap_std::{
-    ambient_authority,
-    fs::{Dir, OpenOptions},
-};
+use cap_std::fs::{Dir, OpenOptions};
 use locara_exec::OutputFile;
 use locara_manifest::Grants;
 use locara_registry::Digest;
@@ -185,24 +182,8 @@ pub(crate) fn granted_output_dir(dir: &Path, grants: &Grants) -> Result<OutputDi
         .ok_or_else(|| {
             denied("it is not inside any directory the app granted read-write".to_owned())
         })?;
-    let opened = (|| -> std::io::Result<Dir> {
-        let mut handle = Dir::open_ambient_dir(&root, ambient_authority())?;
-        let mut shown = root.clone();
-        for component in canonical.strip_prefix(&root).unwrap_or(Path::new("")) {
-            let name = component.to_string_lossy();
-            shown.push(&*name);
-            let meta = handle.symlink_metadata(&*name)?;
-            if !meta.is_dir() {
-                return Err(std::io::Error::other(format!(
-                    "{} is no longer a directory",
-                    shown.display()
-                )));
-            }
-            handle = handle.open_dir_nofollow(&*name)?;
-        }
-        Ok(handle)
-    })()
-    .map_err(|e| denied(format!("it cannot be opened below its grant: {e}")))?;
+    let opened = locara_sandbox::open_dir_beneath(&root, &canonical)
+        .map_err(|e| denied(format!("it cannot be opened below its grant: {e}")))?;
     Ok(OutputDir {
         path: canonical,
         dir: opened,

@@ -41,6 +41,7 @@
 )]
 
 mod backend;
+mod beneath;
 mod cancel;
 mod caps;
 mod config;
@@ -61,6 +62,7 @@ mod wasmtime_backend;
 
 pub use crate::{
     backend::{Backend, Compiled, CompiledModule, Sandbox},
+    beneath::open_dir_beneath,
     cancel::CancelToken,
     caps::{Capabilities, DirPerms, Preopen, TEMP_GUEST_PATH},
     config::{BackendKind, SandboxConfig},

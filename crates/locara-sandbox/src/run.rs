@@ -1,14 +1,14 @@
 //! What both engines do around a call: prepare the guest's world, then turn how the engine
 //! stopped into a [`RunOutcome`].
 
-use std::{path::Path, time::Instant};
+use std::{ffi::OsStr, path::Path, time::Instant};
 
-use cap_fs_ext::DirExt as _;
 use cap_std::{ambient_authority, fs::Dir};
 
 use crate::{
     CancelToken, Capabilities, DirPerms, EnforcedLimits, Error, LimitKind, Limits, RunOutcome,
     RunStatus,
+    beneath::Walk,
     wasi::{Stop, WasiCtx, WasiSetup},
 };
 
@@ -86,38 +86,12 @@ pub(crate) fn prepare(
 }
 
 /// Opens a preopened directory: by its path, or, for one given with a trusted root, from that
-/// root one component at a time without following a link.
+/// root down without following a link ([`crate::open_dir_beneath`]).
 fn open_preopen(preopen: &crate::Preopen) -> std::io::Result<Dir> {
-    let Some(root) = &preopen.beneath else {
-        return Dir::open_ambient_dir(&preopen.host, ambient_authority());
-    };
-    let below = preopen.host.strip_prefix(root).map_err(|_| {
-        std::io::Error::other(format!(
-            "{} is not inside {}",
-            preopen.host.display(),
-            root.display()
-        ))
-    })?;
-    let mut dir = Dir::open_ambient_dir(root, ambient_authority())?;
-    let mut walked = root.clone();
-    for component in below.components() {
-        let std::path::Component::Normal(name) = component else {
-            return Err(std::io::Error::other(format!(
-                "{} is not a plain path below {}",
-                preopen.host.display(),
-                root.display()
-            )));
-        };
-        walked.push(name);
-        if !dir.symlink_metadata(name)?.is_dir() {
-            return Err(std::io::Error::other(format!(
-                "{} is a symbolic link or not a directory (it was a directory when the call was checked): a link or `..` leads out of the granted directory",
-                walked.display()
-            )));
-        }
-        dir = dir.open_dir_nofollow(name)?;
+    match &preopen.beneath {
+        Some(root) => crate::open_dir_beneath(root, &preopen.host),
+        None => Dir::open_ambient_dir(&preopen.host, ambient_authority()),
     }
-    Ok(dir)
 }
 
 /// Refuses a temp-dir path that is not relative and made of plain components.
@@ -153,37 +127,28 @@ impl From<std::io::Error> for Collect {
     }
 }
 
-/// Opens `path` (relative, plain components) below `root` one component at a time, never
-/// following a symbolic link: `Ok(None)` when a component does not exist, an error naming the
-/// component when it is a link or not a directory. Nothing the guest planted in the temp dir
-/// can make the host open a directory outside it.
-fn open_dir_beneath(root: &Dir, path: &str) -> Result<Option<Dir>, Collect> {
-    let mut dir = root.try_clone()?;
-    let mut walked = String::new();
-    for name in path.split('/').filter(|c| !c.is_empty()) {
-        walked.push('/');
-        walked.push_str(name);
-        let meta = match dir.symlink_metadata(name) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        if !meta.is_dir() {
-            let what = if meta.is_symlink() {
+/// Opens `path` (relative to `root`, plain `/`-separated components) with
+/// [`beneath::walk`](crate::beneath::walk): `Ok(None)` when a component does not exist, and
+/// [`Collect::Refused`] naming the component (as the guest sees it, below `shown`) when it is
+/// a link or not a directory. Nothing the guest planted can make the host open a directory
+/// outside the temp dir.
+fn open_collected(root: &Dir, path: &str, shown: &str) -> Result<Option<Dir>, Collect> {
+    let names = path.split('/').filter(|c| !c.is_empty()).map(OsStr::new);
+    match crate::beneath::walk(root, names) {
+        Ok(dir) => Ok(Some(dir)),
+        Err(Walk::Missing) => Ok(None),
+        Err(Walk::NotADirectory { walked, link }) => {
+            let what = if link {
                 "a symbolic link"
             } else {
                 "not a directory"
             };
-            return Err(Collect::Refused(format!(
-                "the tool left {}{walked} as {what}: the host collects output files only from a real directory inside the call's temp dir and follows no links",
-                crate::TEMP_GUEST_PATH
-            )));
+            Err(Collect::Refused(format!(
+                "the tool left {shown}{walked} as {what}: the host collects output files only from a real directory inside the call's temp dir and follows no links"
+            )))
         }
-        // `nofollow`: should the entry have become a link since it was looked at, the open
-        // fails rather than following it.
-        dir = dir.open_dir_nofollow(name)?;
+        Err(Walk::Io(e)) => Err(Collect::Io(e)),
     }
-    Ok(Some(dir))
 }
 
 /// Reads the regular files under `dir` (relative to the temp dir `temp`) in path order,
@@ -194,7 +159,7 @@ fn open_dir_beneath(root: &Dir, path: &str) -> Result<Option<Dir>, Collect> {
 /// links are not entered, and files that are links, devices or FIFOs are skipped. Only what
 /// the guest wrote is returned, never what a link points at.
 fn collect_files(temp: &Dir, dir: &str, budget: u64) -> Result<Vec<crate::OutputFile>, Collect> {
-    let Some(root) = open_dir_beneath(temp, dir)? else {
+    let Some(root) = open_collected(temp, dir, crate::TEMP_GUEST_PATH)? else {
         return Ok(Vec::new());
     };
     let mut files = Vec::new();
@@ -203,7 +168,8 @@ fn collect_files(temp: &Dir, dir: &str, budget: u64) -> Result<Vec<crate::Output
     while let Some(prefix) = pending.pop() {
         // Reopened from the collected root, one component at a time: no descriptor is held
         // per pending directory, however wide the tree.
-        let Some(here) = open_dir_beneath(&root, &prefix)? else {
+        let shown = format!("{}/{dir}", crate::TEMP_GUEST_PATH);
+        let Some(here) = open_collected(&root, &prefix, &shown)? else {
             continue;
         };
         let mut names: Vec<String> = here
