@@ -64,7 +64,8 @@ pub use crate::{
     pipeline::{Pipeline, pipeline},
     resolve::{Resolve, ResolveLayer, Resolver},
     services::{
-        HttpClient, HttpRequest, HttpResponse, LLM_CHAT, LlmEndpoint, ServicesConfig, WEB_FETCH,
+        Egress, HttpClient, HttpRequest, HttpResponse, LLM_CHAT, LlmEndpoint, ServicesConfig,
+        WEB_FETCH,
     },
     validate_id::{ValidateId, ValidateIdLayer},
     validate_input::{ValidateInput, ValidateInputLayer},

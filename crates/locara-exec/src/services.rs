@@ -31,18 +31,36 @@ const MAX_REDIRECTS: usize = 5;
 /// The most bytes of a language model's answer read.
 const LLM_MAX_BYTES: usize = 4 << 20;
 
+/// Who chose where an [`HttpRequest`] goes, and so which addresses it may reach once its host
+/// name is resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Egress {
+    /// The app's own configuration named the URL (its language model, an HTTP provider, a
+    /// search service, an MCP server): whatever address the host resolves to.
+    Configured,
+    /// A tool chose the URL, and its host was checked against these grants (host names, IP
+    /// addresses, CIDR ranges, `*`). A resolved address that is not public (loopback, private,
+    /// link-local, unique-local, shared, cloud metadata, …) is reached only when one of the
+    /// grants names that address or a range holding it; a host name or `*` is not enough.
+    Granted(Arc<[String]>),
+}
+
 /// One HTTP request a host service makes.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpRequest {
     /// `GET` or `POST`.
     pub method: &'static str,
-    /// An absolute `http` URL, already checked against the call's allow-list.
+    /// An absolute `http` or `https` URL, already checked against the call's allow-list.
     pub url: Url,
     /// Extra headers (`Host` is the client's job).
     pub headers: Vec<(String, String)>,
     /// The body (empty for `GET`).
     pub body: Vec<u8>,
+    /// Which addresses the request may reach; [`Egress::Granted`] with no grants (public
+    /// addresses only) unless set.
+    pub egress: Egress,
 }
 
 impl HttpRequest {
@@ -53,6 +71,7 @@ impl HttpRequest {
             url,
             headers,
             body: Vec::new(),
+            egress: Egress::Granted(Arc::from([])),
         }
     }
 
@@ -63,7 +82,14 @@ impl HttpRequest {
             url,
             headers,
             body,
+            egress: Egress::Granted(Arc::from([])),
         }
+    }
+
+    /// Sets which addresses the request may reach.
+    pub fn with_egress(mut self, egress: Egress) -> HttpRequest {
+        self.egress = egress;
+        self
     }
 }
 
@@ -107,11 +133,26 @@ impl HttpResponse {
 }
 
 /// Sends the HTTP requests host services make. It must follow no redirect (the service checks
-/// each one) and read no more than `max_bytes` of a body.
+/// each one), read no more than `max_bytes` of a body, and connect only to an address the
+/// request's [`Egress`] allows.
 #[async_trait::async_trait]
 pub trait HttpClient: Send + Sync + fmt::Debug {
     /// Sends `request` once; an `Err` is a message saying why there is no response.
     async fn send(&self, request: HttpRequest, max_bytes: usize) -> Result<HttpResponse, String>;
+
+    /// Sends `request` once like [`HttpClient::send`], handing each piece of the body to
+    /// `on_data` as it arrives (a streamed answer, e.g. server-sent events) before returning
+    /// the whole response. The default hands over the whole body at the end.
+    async fn send_streaming(
+        &self,
+        request: HttpRequest,
+        max_bytes: usize,
+        on_data: &mut (dyn for<'b> FnMut(&'b [u8]) + Send),
+    ) -> Result<HttpResponse, String> {
+        let response = self.send(request, max_bytes).await?;
+        on_data(&response.body);
+        Ok(response)
+    }
 }
 
 /// An OpenAI-compatible chat-completions endpoint: the app's language model.
@@ -150,9 +191,9 @@ impl LlmEndpoint {
                 self.base_url
             )
         })?;
-        if url.scheme() != "http" {
+        if !matches!(url.scheme(), "http" | "https") {
             return Err(format!(
-                "the language model URL `{}` is not http (this build has no TLS)",
+                "the language model URL `{}` is not an http or https URL",
                 self.base_url
             ));
         }
@@ -276,9 +317,9 @@ impl CallServices {
 
     /// Checks `url` against the call's allow-list.
     fn check_url(&self, url: &Url, why: &str) -> Result<(), ServiceError> {
-        if url.scheme() != "http" {
+        if !matches!(url.scheme(), "http" | "https") {
             return Err(ServiceError::Denied(format!(
-                "{why} `{url}` is not an http URL (this build fetches plain http only)"
+                "{why} `{url}` is not an http or https URL"
             )));
         }
         let host = url.host_str().unwrap_or("");
@@ -314,7 +355,8 @@ impl CallServices {
         let mut redirects = Vec::new();
         loop {
             let request =
-                HttpRequest::get(url.clone(), vec![("accept".to_owned(), "*/*".to_owned())]);
+                HttpRequest::get(url.clone(), vec![("accept".to_owned(), "*/*".to_owned())])
+                    .with_egress(Egress::Granted(Arc::from(self.hosts.as_slice())));
             let response = http
                 .send(request, max_bytes)
                 .await
@@ -386,7 +428,8 @@ impl CallServices {
         if let Some(key) = &endpoint.api_key {
             headers.push(("authorization".to_owned(), format!("Bearer {key}")));
         }
-        let request = HttpRequest::post(url.clone(), headers, body.to_string().into_bytes());
+        let request = HttpRequest::post(url.clone(), headers, body.to_string().into_bytes())
+            .with_egress(Egress::Configured);
         let failed = |m: String| ServiceError::Failed(format!("the language model at `{url}` {m}"));
         let response = self
             .http()?
@@ -468,13 +511,18 @@ mod tests {
     }
 
     #[test]
-    fn the_llm_url_must_be_http() {
+    fn the_llm_url_must_be_http_or_https() {
         let url = LlmEndpoint::new("http://127.0.0.1:8080/v1/", "m").completions_url();
         assert_eq!(
             url.unwrap().as_str(),
             "http://127.0.0.1:8080/v1/chat/completions"
         );
         let tls = LlmEndpoint::new("https://api.example.com/v1", "m").completions_url();
-        assert!(tls.unwrap_err().contains("no TLS"));
+        assert_eq!(
+            tls.unwrap().as_str(),
+            "https://api.example.com/v1/chat/completions"
+        );
+        let ftp = LlmEndpoint::new("ftp://files.example/v1", "m").completions_url();
+        assert!(ftp.unwrap_err().contains("not an http or https URL"));
     }
 }

@@ -47,8 +47,8 @@ mod tests;
 pub mod fuzzing;
 
 pub use locara_exec::{
-    ApprovalDecision, ApprovalRequest, Approver, HandlerError, HostTool, HttpClient, LLM_CHAT,
-    LlmEndpoint, ServicesConfig, ToolHandler, WEB_FETCH,
+    ApprovalDecision, ApprovalRequest, Approver, Egress, HandlerError, HostTool, HttpClient,
+    HttpRequest, HttpResponse, LLM_CHAT, LlmEndpoint, ServicesConfig, ToolHandler, WEB_FETCH,
 };
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
 pub use locara_registry::{SignedReceipt, SigningKey};

@@ -20,7 +20,9 @@ use std::sync::Arc;
 use http_body_util::{BodyExt as _, Full};
 use hyper::{Request, StatusCode, body::Bytes, header};
 use hyper_util::rt::TokioIo;
-use locara_exec::{HandlerError, HostTool, HttpClient, HttpRequest, HttpResponse, ToolHandler};
+use locara_exec::{
+    Egress, HandlerError, HostTool, HttpClient, HttpRequest, HttpResponse, ToolHandler,
+};
 use locara_manifest::NetAccess;
 use locara_manifest::ToolManifest;
 use serde::Deserialize;
@@ -134,7 +136,8 @@ impl ToolHandler for HttpHandler {
                 ("accept".to_owned(), "application/json".to_owned()),
             ],
             serde_json::to_vec(&arguments).unwrap_or_default(),
-        );
+        )
+        .with_egress(Egress::Configured);
         // One byte more than the limit tells "exactly at the limit" from "over it".
         let response = HyperClient
             .send(request, self.max_bytes.saturating_add(1))
