@@ -230,17 +230,14 @@ impl ServicesConfig {
     }
 }
 
-/// Whether `host` is allowed by `allowed` (host names and IP addresses, as
+/// Whether `host` is allowed by `allowed` (host names, IP addresses and CIDR ranges, as
 /// `locara_manifest::NetAccess::check_host` admits them, or `*` for any): a name matches itself
-/// ignoring case, an address every spelling of itself (`::1` is `0:0:0:0:0:0:0:1`, which is
+/// ignoring case, an address every spelling of itself and every range holding it (`::1` is `0:0:0:0:0:0:0:1`, which is
 /// how a URL may write it or a grant name it).
 pub(crate) fn host_allowed(allowed: &[String], host: &str) -> bool {
-    let address = host.parse::<std::net::IpAddr>().ok();
-    allowed.iter().any(|a| {
-        a == "*"
-            || a.eq_ignore_ascii_case(host)
-            || address.is_some_and(|address| a.parse().ok() == Some(address))
-    })
+    allowed
+        .iter()
+        .any(|a| locara_manifest::NetAccess::admits(a, host))
 }
 
 /// The hosts a call may fetch from: what the tool asks for, bounded by the app's grants.

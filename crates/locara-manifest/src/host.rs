@@ -4,8 +4,14 @@
 //! address without its brackets), as a whole and ignoring case, on any port. An entry that can
 //! never equal such a host (`example.com:443`, `https://x`, `[::1]`, `example.com.`) would be a
 //! grant that silently matches nothing, so it is refused with what is wrong.
+//!
+//! An entry may also be a CIDR range (`10.0.0.0/8`, `fd00::/8`): it matches a URL whose host
+//! is an address in the range, and, like an address, it is what lets a request reach a
+//! non-public address once a host name is resolved (see [`covers_address`]).
 
 use std::net::IpAddr;
+
+use ipnet::IpNet;
 
 /// The longest host name DNS allows.
 const MAX_NAME: usize = 253;
@@ -17,6 +23,20 @@ const MAX_LABEL: usize = 63;
 pub(crate) fn problem(host: &str) -> Option<String> {
     if host == "*" || host.parse::<IpAddr>().is_ok() {
         return None;
+    }
+    if let Some((address, length)) = host.split_once('/')
+        && address.parse::<IpAddr>().is_ok()
+    {
+        return match host.parse::<IpNet>() {
+            Ok(net) if net.trunc() == net => None,
+            Ok(net) => Some(format!(
+                "the range has bits set past its prefix length; write `{}`",
+                net.trunc()
+            )),
+            Err(_) => Some(format!(
+                "`/{length}` is not a prefix length for this address (0-32 for IPv4, 0-128 for IPv6)"
+            )),
+        };
     }
     let reason = if host.trim().is_empty() {
         "it is empty".to_owned()
@@ -103,9 +123,83 @@ fn name_problem(host: &str) -> Option<String> {
     None
 }
 
+/// Whether the grant `entry` admits a URL whose host is `host` (as `url` writes it, an IPv6
+/// address without brackets): `*` admits every host, a name the same name ignoring case, an
+/// address every spelling of itself, and a range every address in it (and every range
+/// inside it, when `host` is itself a range).
+pub(crate) fn admits(entry: &str, host: &str) -> bool {
+    if entry == "*" || entry.eq_ignore_ascii_case(host) {
+        return true;
+    }
+    if let Ok(address) = host.parse::<IpAddr>() {
+        return covers_address(entry, address);
+    }
+    match (entry.parse::<IpNet>(), host.parse::<IpNet>()) {
+        (Ok(outer), Ok(inner)) => outer.contains(&inner),
+        _ => false,
+    }
+}
+
+/// Whether the grant `entry` names `address` itself: the same address in any spelling, or a
+/// range holding it. A host name or `*` names no address; this is what lets a request reach an
+/// address that is not public.
+pub(crate) fn covers_address(entry: &str, address: IpAddr) -> bool {
+    // An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) is the IPv4 address it maps.
+    let address = address.to_canonical();
+    if let Ok(named) = entry.parse::<IpAddr>() {
+        return named.to_canonical() == address;
+    }
+    match entry.parse::<IpNet>() {
+        Ok(IpNet::V4(net)) => match address {
+            IpAddr::V4(v4) => net.contains(&v4),
+            IpAddr::V6(_) => false,
+        },
+        Ok(IpNet::V6(net)) => match address {
+            IpAddr::V6(v6) => net.contains(&v6),
+            // An IPv4 address in a range of IPv4-mapped addresses (`::ffff:0:0/96`).
+            IpAddr::V4(v4) => net.contains(&v4.to_ipv6_mapped()),
+        },
+        Err(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::problem;
+    use super::{admits, covers_address, problem};
+
+    #[test]
+    fn ranges_are_grants_of_their_addresses() {
+        assert_eq!(problem("10.0.0.0/8"), None);
+        assert_eq!(problem("fd00::/8"), None);
+        assert_eq!(problem("127.0.0.1/32"), None);
+        assert!(
+            problem("10.0.0.1/8")
+                .unwrap()
+                .contains("write `10.0.0.0/8`")
+        );
+        assert!(problem("10.0.0.0/33").unwrap().contains("prefix length"));
+        assert!(problem("10.0.0.0/x").unwrap().contains("prefix length"));
+        assert!(admits("10.0.0.0/8", "10.1.2.3"));
+        assert!(admits("10.0.0.0/8", "10.1.0.0/16"));
+        assert!(!admits("10.0.0.0/8", "11.0.0.1"));
+        assert!(!admits("10.0.0.0/8", "ten.example"));
+        assert!(admits("*", "ten.example"));
+        assert!(admits("Example.com", "example.COM"));
+        assert!(admits("::ffff:127.0.0.2", "127.0.0.2"));
+        assert!(covers_address("127.0.0.0/8", "127.0.0.9".parse().unwrap()));
+        assert!(covers_address("::1", "0:0:0:0:0:0:0:1".parse().unwrap()));
+        assert!(covers_address(
+            "127.0.0.1",
+            "::ffff:127.0.0.1".parse().unwrap()
+        ));
+        assert!(covers_address(
+            "::ffff:0:0/96",
+            "192.168.1.1".parse().unwrap()
+        ));
+        assert!(!covers_address("*", "127.0.0.1".parse().unwrap()));
+        assert!(!covers_address("localhost", "127.0.0.1".parse().unwrap()));
+        assert!(!covers_address("10.0.0.0/8", "::1".parse().unwrap()));
+    }
 
     #[test]
     fn host_names_ip_addresses_and_the_wildcard_pass() {

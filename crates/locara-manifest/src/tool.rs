@@ -824,8 +824,8 @@ impl NetAccess {
         self
     }
 
-    /// Checks one entry as `allowed_hosts` takes it: a host name, an IP address or `*`. A
-    /// host is matched against a URL's host as a whole and ignoring case, on any port, so an
+    /// Checks one entry as `allowed_hosts` takes it: a host name, an IP address, a CIDR range
+    /// of addresses (`10.0.0.0/8`) or `*`. A host is matched against a URL's host as a whole and ignoring case, on any port, so an
     /// entry with a scheme, a port, a path, brackets or a trailing dot would match nothing.
     ///
     /// ```
@@ -850,6 +850,37 @@ impl NetAccess {
                 reason,
             }),
         }
+    }
+
+    /// Whether the grant `entry` admits a URL whose host is `host` (an IPv6 address without
+    /// brackets): `*` every host, a name the same name ignoring case, an address every
+    /// spelling of itself, a range every address (and range) inside it.
+    ///
+    /// ```
+    /// use locara_manifest::NetAccess;
+    ///
+    /// assert!(NetAccess::admits("10.0.0.0/8", "10.1.2.3"));
+    /// assert!(NetAccess::admits("::1", "0:0:0:0:0:0:0:1"));
+    /// assert!(!NetAccess::admits("example.com", "api.example.com"));
+    /// ```
+    pub fn admits(entry: &str, host: &str) -> bool {
+        crate::host::admits(entry, host)
+    }
+
+    /// Whether the grant `entry` names `address` itself (the address in any spelling, or a
+    /// range holding it). A host name or `*` names no address: this is what lets a request
+    /// reach an address that is not public once a granted name is resolved.
+    ///
+    /// ```
+    /// use locara_manifest::NetAccess;
+    ///
+    /// let loopback = "127.0.0.1".parse().unwrap();
+    /// assert!(NetAccess::covers_address("127.0.0.0/8", loopback));
+    /// assert!(!NetAccess::covers_address("localhost", loopback));
+    /// assert!(!NetAccess::covers_address("*", loopback));
+    /// ```
+    pub fn covers_address(entry: &str, address: std::net::IpAddr) -> bool {
+        crate::host::covers_address(entry, address)
     }
 
     pub(crate) fn validate(&self, field: &str) -> Result<(), Error> {
