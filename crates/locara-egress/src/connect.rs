@@ -160,6 +160,15 @@ impl Connector {
         self.tls.config().map(drop)
     }
 
+    /// The TLS client set-up this connector uses (roots, ALPN), for a client that must make
+    /// its own connections (the MCP client's `reqwest`), so that it trusts the same CAs.
+    ///
+    /// # Errors
+    /// [`Error::Config`] as [`Connector::check_tls`].
+    pub fn tls_config(&self) -> Result<rustls::ClientConfig, Error> {
+        Ok(self.tls.config()?.as_ref().clone())
+    }
+
     /// Connects to the server of `url` (`http` or `https`), reaching only addresses `policy`
     /// allows.
     ///

@@ -161,7 +161,11 @@ fn certificate_failure(host: &str, certificate: &CertificateError) -> String {
             if presented.is_empty() {
                 "no name".to_owned()
             } else {
-                presented.join(", ")
+                presented
+                    .iter()
+                    .map(|name| plain_name(name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         ),
         CertificateError::Expired => format!(
@@ -180,6 +184,15 @@ fn certificate_failure(host: &str, certificate: &CertificateError) -> String {
         CertificateError::Revoked => format!("the certificate of `{host}` has been revoked"),
         other => format!("the certificate of `{host}` was refused: {other:?}"),
     }
+}
+
+/// A presented name as rustls spells it (`DnsName("example.com")`, `IpAddress(…)`) without the
+/// kind: `example.com`.
+fn plain_name(presented: &str) -> &str {
+    presented
+        .split_once("(\"")
+        .and_then(|(_, rest)| rest.strip_suffix("\")"))
+        .unwrap_or(presented)
 }
 
 /// `time` as `YYYY-MM-DD HH:MM:SS UTC`.
@@ -228,6 +241,12 @@ mod tests {
             ))),
             "2000-02-29 00:00:00 UTC"
         );
+    }
+
+    #[test]
+    fn presented_names_lose_their_kind() {
+        assert_eq!(plain_name("DnsName(\"other.test\")"), "other.test");
+        assert_eq!(plain_name("203.0.113.9"), "203.0.113.9");
     }
 
     #[test]

@@ -76,7 +76,8 @@ impl LocaraConfig {
             approver: None,
             receipt_key: None,
             host_tools: Vec::new(),
-            services: ServicesConfig::new().with_http(Arc::new(locara_http::HyperClient)),
+            services: ServicesConfig::new()
+                .with_http(Arc::new(locara_http::HyperClient::default())),
         }
     }
 
@@ -91,6 +92,25 @@ impl LocaraConfig {
     pub fn with_http_client(mut self, http: Arc<dyn HttpClient>) -> LocaraConfig {
         self.services = self.services.with_http(http);
         self
+    }
+
+    /// Also trusts the certificate authorities of the PEM file at `path` (a private CA) for
+    /// every `https` request host services make (`web.fetch`, `llm.chat`), on top of the
+    /// system's roots. It replaces the HTTP client with `locara-http`'s, trusting both.
+    ///
+    /// # Errors
+    /// `invalid_config` when the file cannot be read or holds no certificate.
+    pub fn with_ca_cert(self, path: impl AsRef<std::path::Path>) -> Result<LocaraConfig, Error> {
+        let connector = locara_egress::Connector::new()
+            .with_ca_cert(path.as_ref())
+            .map_err(|e| {
+                Error::new(
+                    "invalid_config",
+                    e.to_string(),
+                    "give a PEM file holding the CA's certificate (-----BEGIN CERTIFICATE-----)",
+                )
+            })?;
+        Ok(self.with_http_client(Arc::new(locara_http::HyperClient::new(connector))))
     }
 
     /// Registers an in-process tool (see [`HostTool`]). An id the registry also has is served

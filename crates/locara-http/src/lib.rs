@@ -10,8 +10,10 @@
 //! The endpoint's host is added to the tool's `wasi_imports.net.allowed_hosts`, so the
 //! composition rule lets the tool run only when the app grants that host. The provider itself
 //! follows no redirect (a 3xx is an error naming its `Location`), reads at most the tool's
-//! `output_bytes` of a response, and speaks plain HTTP/1.1: an `https` URL is refused when the
-//! manifest is read, since this build has no TLS.
+//! `output_bytes` of a response, and speaks `http` or `https` through [`HyperClient`] (TLS,
+//! resolution and proxies are `locara-egress`'s). The endpoint is the app's own choice (it
+//! installed the provider), so its address is not held to the rule that keeps a tool's
+//! requests off private addresses.
 
 #![forbid(unsafe_code)]
 
@@ -19,7 +21,8 @@ use std::sync::Arc;
 
 use http_body_util::{BodyExt as _, Full};
 use hyper::{Request, StatusCode, body::Bytes, header};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use locara_egress::{AddressPolicy, Connector};
 use locara_exec::{
     Egress, HandlerError, HostTool, HttpClient, HttpRequest, HttpResponse, ToolHandler,
 };
@@ -52,12 +55,22 @@ struct Endpoint {
     url: String,
 }
 
-/// Reads a provider manifest (a tool manifest template with an `endpoint`) and makes its tool.
+/// Reads a provider manifest (a tool manifest template with an `endpoint`) and makes its tool,
+/// which sends its requests with a [`HyperClient`] trusting the system's roots.
 ///
 /// # Errors
 /// [`Error::Manifest`] for a manifest that does not parse or validate, and [`Error::Endpoint`]
-/// for a URL that is not `http://host[:port]/path`.
+/// for a URL that is not `http[s]://host[:port]/path`.
 pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
+    provider_with(manifest_json, Arc::new(HyperClient::default()))
+}
+
+/// [`provider`], sending requests with `client` (e.g. a [`HyperClient`] that also trusts a
+/// private CA).
+///
+/// # Errors
+/// As [`provider`].
+pub fn provider_with(manifest_json: &str, client: Arc<dyn HttpClient>) -> Result<HostTool, Error> {
     let mut template: Value =
         serde_json::from_str(manifest_json).map_err(|e| Error::Manifest(e.to_string()))?;
     let fields = template
@@ -76,14 +89,8 @@ pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
         url: endpoint.url.clone(),
         reason: reason.to_owned(),
     };
-    match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(bad(
-                "https needs TLS, which this build does not have; use an http endpoint on a trusted network, e.g. loopback",
-            ));
-        }
-        _ => return Err(bad("the scheme must be http")),
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("the scheme must be http or https"));
     }
     // `host_str` keeps an IPv6 address in brackets (`[::1]`); a grant names the address alone.
     let host = url
@@ -113,6 +120,7 @@ pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
     manifest.wasi_imports.net = net.with_host(host.clone());
     let max_bytes = manifest.limits().output_bytes;
     let handler = Arc::new(HttpHandler {
+        client,
         url,
         max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
     });
@@ -122,6 +130,7 @@ pub fn provider(manifest_json: &str) -> Result<HostTool, Error> {
 /// POSTs each call to the endpoint.
 #[derive(Debug)]
 struct HttpHandler {
+    client: Arc<dyn HttpClient>,
     url: Url,
     max_bytes: usize,
 }
@@ -139,7 +148,8 @@ impl ToolHandler for HttpHandler {
         )
         .with_egress(Egress::Configured);
         // One byte more than the limit tells "exactly at the limit" from "over it".
-        let response = HyperClient
+        let response = self
+            .client
             .send(request, self.max_bytes.saturating_add(1))
             .await
             .map_err(|e| {
@@ -195,63 +205,93 @@ impl ToolHandler for HttpHandler {
     }
 }
 
-/// An [`HttpClient`] on hyper: one HTTP/1.1 connection per request, plain `http` only (this
-/// build has no TLS), no redirects followed, the body read up to the limit and cut there.
+/// An [`HttpClient`] on hyper over a [`Connector`]: one connection per request (HTTP/2 when
+/// the server offers it over TLS, else HTTP/1.1), `http` and `https`, each resolved address
+/// checked against the request's [`Egress`] before it is connected to, proxies from the
+/// environment, no redirects followed, the body read up to the limit and cut there.
 ///
 /// It is what a [`provider`] tool and the host services of wasm tools (`web.fetch`,
-/// `llm.chat`) send their requests with.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HyperClient;
+/// `llm.chat`) send their requests with. Clones share the TLS set-up.
+#[derive(Debug, Clone, Default)]
+pub struct HyperClient {
+    connector: Connector,
+}
 
-#[async_trait::async_trait]
-impl HttpClient for HyperClient {
-    async fn send(&self, request: HttpRequest, max_bytes: usize) -> Result<HttpResponse, String> {
+impl HyperClient {
+    /// A client connecting through `connector` (its roots, resolver and proxies).
+    pub fn new(connector: Connector) -> HyperClient {
+        HyperClient { connector }
+    }
+
+    /// The connector it uses.
+    pub fn connector(&self) -> &Connector {
+        &self.connector
+    }
+
+    async fn exchange(
+        &self,
+        request: HttpRequest,
+        max_bytes: usize,
+        on_data: &mut (dyn for<'b> FnMut(&'b [u8]) + Send),
+    ) -> Result<HttpResponse, String> {
         let url = &request.url;
-        if url.scheme() != "http" {
-            return Err(format!(
-                "`{url}` is not an http URL (this build has no TLS)"
-            ));
-        }
+        let policy = match &request.egress {
+            Egress::Configured => AddressPolicy::Any,
+            Egress::Granted(grants) => AddressPolicy::Grants(grants),
+            // An `Egress` this client does not know yet reaches public addresses only.
+            _ => AddressPolicy::Grants(&[]),
+        };
+        let connection = self
+            .connector
+            .connect(url, policy)
+            .await
+            .map_err(|e| e.to_string())?;
         let host = url
             .host_str()
             .ok_or_else(|| format!("`{url}` has no host"))?;
-        let port = url.port_or_known_default().unwrap_or(80);
-        let connect_host = host.trim_start_matches('[').trim_end_matches(']');
-        let stream = tokio::net::TcpStream::connect((connect_host, port))
-            .await
-            .map_err(|e| e.to_string())?;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| e.to_string())?;
-        // The connection is driven by its own task, which ends with the request (dropping the
-        // sender closes it); a dropped call drops both.
-        tokio::spawn(connection);
-        let path = match url.query() {
-            Some(query) => format!("{}?{query}", url.path()),
-            None => url.path().to_owned(),
-        };
         let authority = match url.port() {
             Some(port) => format!("{host}:{port}"),
             None => host.to_owned(),
         };
-        let mut builder = Request::builder()
-            .method(request.method)
-            .uri(path)
-            .header(header::HOST, authority)
-            .header(
-                header::USER_AGENT,
-                concat!("locara/", env!("CARGO_PKG_VERSION")),
-            );
+        let path = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        // HTTP/2 carries the scheme and authority in the request's URI (`:scheme`,
+        // `:authority`); HTTP/1.1 sends the path and a `Host` header.
+        let mut builder = Request::builder().method(request.method).header(
+            header::USER_AGENT,
+            concat!("locara/", env!("CARGO_PKG_VERSION")),
+        );
+        builder = if connection.http2 {
+            builder.uri(format!("{}://{authority}{path}", url.scheme()))
+        } else {
+            builder.uri(path).header(header::HOST, authority)
+        };
         for (name, value) in &request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
-        let request = builder
+        let outgoing = builder
             .body(Full::new(Bytes::from(request.body)))
             .map_err(|e| e.to_string())?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string())?;
+        let io = TokioIo::new(connection.stream);
+        // Each connection is driven by its own task, which ends with the request (dropping
+        // the sender closes it); a dropped call drops both.
+        let response = if connection.http2 {
+            let (mut sender, driver) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            tokio::spawn(driver);
+            sender.send_request(outgoing).await
+        } else {
+            let (mut sender, driver) = hyper::client::conn::http1::handshake(io)
+                .await
+                .map_err(|e| e.to_string())?;
+            tokio::spawn(driver);
+            sender.send_request(outgoing).await
+        }
+        .map_err(|e| e.to_string())?;
         let status = response.status().as_u16();
         let headers = response
             .headers()
@@ -265,15 +305,36 @@ impl HttpClient for HyperClient {
             let frame = frame.map_err(|e| e.to_string())?;
             if let Ok(data) = frame.into_data() {
                 let room = max_bytes - bytes.len();
-                if data.len() > room {
-                    bytes.extend_from_slice(&data[..room]);
+                let (kept, cut) = if data.len() > room {
+                    (&data[..room], true)
+                } else {
+                    (&data[..], false)
+                };
+                on_data(kept);
+                bytes.extend_from_slice(kept);
+                if cut {
                     truncated = true;
                     break;
                 }
-                bytes.extend_from_slice(&data);
             }
         }
         Ok(HttpResponse::new(status, headers, bytes, truncated))
+    }
+}
+
+#[async_trait::async_trait]
+impl HttpClient for HyperClient {
+    async fn send(&self, request: HttpRequest, max_bytes: usize) -> Result<HttpResponse, String> {
+        self.exchange(request, max_bytes, &mut |_| {}).await
+    }
+
+    async fn send_streaming(
+        &self,
+        request: HttpRequest,
+        max_bytes: usize,
+        on_data: &mut (dyn for<'b> FnMut(&'b [u8]) + Send),
+    ) -> Result<HttpResponse, String> {
+        self.exchange(request, max_bytes, on_data).await
     }
 }
 

@@ -1,8 +1,9 @@
 //! The other direction: the tools of an external MCP server as Locara tools.
 //!
 //! [`McpBackend::connect_stdio`] starts a server process and speaks MCP to it over its stdio,
-//! and [`McpBackend::connect_http`] reaches a running server over streamable HTTP (plain
-//! `http`: this build has no TLS);
+//! and [`McpBackend::connect_http`] reaches a running server over streamable HTTP, `http` or
+//! `https` (TLS with `locara-egress`'s set-up: the system's roots plus the app's CAs,
+//! [`McpBackend::connect_http_with`]);
 //! [`McpBackend::host_tools`] turns each tool it lists into a [`HostTool`], so that it appears
 //! in search, describe, run, batches and chains, behind the same pipeline as a wasm tool: its
 //! arguments are checked against its input schema before the server sees them, its result
@@ -27,7 +28,10 @@ use rmcp::{
     RoleClient, ServiceExt as _,
     model::{CallToolRequestParams, CallToolResult, Tool},
     service::RunningService,
-    transport::{StreamableHttpClientTransport, TokioChildProcess},
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use serde_json::{Value, json};
 
@@ -65,24 +69,53 @@ impl McpBackend {
     }
 
     /// Connects to the MCP server at `url` (its streamable HTTP endpoint, e.g.
-    /// `http://127.0.0.1:8000/mcp`); `name` prefixes its tool ids. The session ends when the
-    /// last handle to the connection is dropped.
+    /// `http://127.0.0.1:8000/mcp` or `https://tools.example/mcp`); `name` prefixes its tool
+    /// ids. The session ends when the last handle to the connection is dropped. `https` trusts
+    /// the system's roots; [`McpBackend::connect_http_with`] takes a connector trusting more.
     ///
     /// # Errors
     /// [`Error::InvalidBackend`] for a name that cannot start a tool id or a URL that is not
-    /// `http`, and [`Error::Protocol`] when the server cannot be reached or the handshake fails.
+    /// `http` or `https`, and [`Error::Protocol`] when the server cannot be reached (a TLS
+    /// failure says why) or the handshake fails.
     pub async fn connect_http(name: &str, url: &str) -> Result<McpBackend, Error> {
+        McpBackend::connect_http_with(name, url, &locara_egress::Connector::new()).await
+    }
+
+    /// [`McpBackend::connect_http`] with the TLS set-up of `connector` (e.g. one that also
+    /// trusts a private CA, `--ca-cert`). Proxies are taken from the environment, as the
+    /// connector does.
+    ///
+    /// # Errors
+    /// As [`McpBackend::connect_http`], and [`Error::InvalidBackend`] when the TLS set-up
+    /// cannot be built (no trusted roots).
+    pub async fn connect_http_with(
+        name: &str,
+        url: &str,
+        connector: &locara_egress::Connector,
+    ) -> Result<McpBackend, Error> {
         check_name(name)?;
+        let mut client = reqwest::Client::builder();
         match url.split_once("://") {
             Some(("http", _)) => {}
             Some(("https", _)) => {
+                let tls = connector
+                    .tls_config()
+                    .map_err(|e| Error::InvalidBackend(format!("`{url}`: {e}")))?;
+                client = client.tls_backend_preconfigured(tls).https_only(true);
+            }
+            _ => {
                 return Err(Error::InvalidBackend(format!(
-                    "`{url}`: https needs TLS, which this build does not have"
+                    "`{url}` is not an http or https URL"
                 )));
             }
-            _ => return Err(Error::InvalidBackend(format!("`{url}` is not an http URL"))),
         }
-        let transport = StreamableHttpClientTransport::from_uri(url);
+        let client = client.build().map_err(|e| {
+            Error::InvalidBackend(format!("`{url}`: the HTTP client cannot be built: {e}"))
+        })?;
+        let transport = StreamableHttpClientTransport::with_client(
+            client,
+            StreamableHttpClientTransportConfig::with_uri(url),
+        );
         McpBackend::handshake(name, ().serve(transport).await)
     }
 
