@@ -17,6 +17,12 @@
 
 #![forbid(unsafe_code)]
 
+mod search;
+pub use search::{
+    DEFAULT_RESULTS, MAX_ATTEMPTS, MAX_RESULTS, SearchFormat, SearchProvider, WEB_SEARCH,
+    web_search,
+};
+
 use std::sync::Arc;
 
 use http_body_util::{BodyExt as _, Full};
