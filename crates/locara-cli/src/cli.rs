@@ -188,6 +188,17 @@ pub(crate) struct Cli {
     )]
     pub(crate) llm_model: String,
 
+    /// The app's search service, queried by the `web.search` tool: a SearXNG instance's base
+    /// URL (e.g. http://127.0.0.1:8888, its json format enabled) or, with --search-format brave,
+    /// https://api.search.brave.com; LOCARA_SEARCH_API_KEY is its key. Like web.fetch, the tool
+    /// reaches its host only when it is granted (--allow-host HOST, or the app manifest)
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) search_provider: Option<String>,
+
+    /// The API --search-provider speaks
+    #[arg(long, global = true, value_enum, default_value_t = SearchFormat::Searxng)]
+    pub(crate) search_format: SearchFormat,
+
     /// An MCP server whose tools join the catalog as `NAME.<tool>`: NAME=http://HOST:PORT/mcp
     /// (streamable HTTP) or NAME=COMMAND [ARG…] (a process spoken to over stdio; split at
     /// spaces) (repeatable)
@@ -219,6 +230,25 @@ fn allow_host(value: &str) -> Result<String, String> {
              or ::1) or * for any host, without a scheme, port, path or brackets"
         )),
         Err(other) => Err(other.to_string()),
+    }
+}
+
+/// The `--search-format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SearchFormat {
+    /// SearXNG's JSON API (`/search?format=json`).
+    Searxng,
+    /// Brave Search's web search API (needs LOCARA_SEARCH_API_KEY).
+    Brave,
+}
+
+impl SearchFormat {
+    /// The library's name for this format.
+    pub(crate) fn format(self) -> locara_http::SearchFormat {
+        match self {
+            SearchFormat::Searxng => locara_http::SearchFormat::Searxng,
+            SearchFormat::Brave => locara_http::SearchFormat::Brave,
+        }
     }
 }
 

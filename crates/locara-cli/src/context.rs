@@ -41,6 +41,8 @@ pub(crate) struct Context {
     allow_hosts: Vec<String>,
     /// `--llm`, `--llm-model` and `LOCARA_LLM_API_KEY`.
     llm: Option<LlmEndpoint>,
+    /// `--search-provider`, `--search-format` and `LOCARA_SEARCH_API_KEY`.
+    search: Option<locara_http::SearchProvider>,
     /// `--mcp` servers, as (name, URL or command line).
     mcp_servers: Vec<(String, String)>,
 }
@@ -88,6 +90,13 @@ impl Context {
                 })
                 .collect::<anyhow::Result<_>>()?,
             allow_hosts: cli.allow_hosts.clone(),
+            search: cli.search_provider.as_ref().map(|url| {
+                let provider = locara_http::SearchProvider::new(url, cli.search_format.format());
+                match std::env::var("LOCARA_SEARCH_API_KEY") {
+                    Ok(key) => provider.with_api_key(key),
+                    Err(_) => provider,
+                }
+            }),
             llm: cli.llm.as_ref().map(|url| {
                 let endpoint = LlmEndpoint::new(url, &cli.llm_model);
                 match std::env::var("LOCARA_LLM_API_KEY") {
@@ -191,6 +200,13 @@ impl Context {
             let tool = locara_http::provider(&text)
                 .with_context(|| format!("cannot use the provider {}", file.display()))?;
             provider_hosts.extend(tool.manifest().wasi_imports.net.allowed_hosts.clone());
+            config = config.with_host_tool(tool);
+        }
+        // `web.search` asks the service the person named, but its host is granted like any
+        // other (`--allow-host`): a host grant is the app's, web.fetch's too.
+        if let Some(search) = &self.search {
+            let tool = locara_http::web_search(search.clone())
+                .context("cannot use the search provider (--search-provider)")?;
             config = config.with_host_tool(tool);
         }
         for tool in self.mcp_tools()? {

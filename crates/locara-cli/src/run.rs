@@ -324,8 +324,8 @@ fn failure_text(response: &RunResponse) -> String {
     text
 }
 
-/// A hint in command-line terms for a workspace the terminal did not grant, when the tool asks
-/// for one.
+/// A hint in command-line terms for a network host or a workspace the terminal did not grant,
+/// when the tool asks for one.
 fn terminal_hint(
     locara: &Locara,
     tool: &str,
@@ -334,6 +334,17 @@ fn terminal_hint(
 ) -> Option<String> {
     if report.code != "capability_denied" {
         return None;
+    }
+    // "TOOL needs network access to HOST, which is not among the app's allowed hosts".
+    if let Some((_, rest)) = report.message.split_once("network access to ")
+        && let Some((host, _)) = rest.split_once(", which is not among")
+    {
+        return Some(format!(
+            "let the tool reach {host} with `--allow-host {host}`"
+        ));
+    }
+    if report.message.contains("the app allows no network hosts") {
+        return Some("name each host the tool may reach with `--allow-host HOST`".to_owned());
     }
     let description = locara.describe(tool).ok()?;
     let user_dir = description.capabilities["wasi_imports"]["fs"]["user_dir"]
