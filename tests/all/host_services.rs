@@ -28,13 +28,13 @@ const ENGINES: [BackendKind; 2] = [BackendKind::Wasmtime, BackendKind::Wasmi];
 type Log = Arc<Mutex<Vec<String>>>;
 
 /// An HTTP/1.1 server on `127.0.0.1:<port>`, one response per connection.
-struct LoopbackServer {
-    port: u16,
+pub(crate) struct LoopbackServer {
+    pub(crate) port: u16,
     log: Log,
 }
 
 impl LoopbackServer {
-    async fn start() -> LoopbackServer {
+    pub(crate) async fn start() -> LoopbackServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let log = Log::default();
@@ -81,6 +81,12 @@ impl LoopbackServer {
                             Vec::new(),
                         ),
                         "/loop" => ("302 Found", "location: /loop\r\n".to_owned(), Vec::new()),
+                        // To a name the egress tests resolve to an address the app did not grant.
+                        "/intranet" => (
+                            "302 Found",
+                            format!("location: http://intranet.test:{port}/page\r\n"),
+                            Vec::new(),
+                        ),
                         _ => ("404 Not Found", String::new(), b"no such page".to_vec()),
                     };
                     let response = format!(
@@ -96,17 +102,22 @@ impl LoopbackServer {
         LoopbackServer { port, log }
     }
 
-    fn url(&self, host: &str, path: &str) -> String {
+    pub(crate) fn url(&self, host: &str, path: &str) -> String {
         format!("http://{host}:{}{path}", self.port)
     }
 
-    fn seen(&self) -> Vec<String> {
+    pub(crate) fn seen(&self) -> Vec<String> {
         self.log.lock().unwrap().clone()
     }
 }
 
 /// A runtime whose app allows `hosts` (and `llm.chat` with `llm`), on `engine`.
-fn locara(home: &TestHome, engine: BackendKind, hosts: &[&str], llm: Option<&str>) -> Locara {
+pub(crate) fn locara(
+    home: &TestHome,
+    engine: BackendKind,
+    hosts: &[&str],
+    llm: Option<&str>,
+) -> Locara {
     let mut net = NetAccess::new();
     for host in hosts {
         net = net.with_host(*host);
@@ -127,7 +138,7 @@ async fn fetch(locara: &Locara, arguments: Value) -> RunResponse {
         .unwrap()
 }
 
-fn failure(response: &RunResponse) -> String {
+pub(crate) fn failure(response: &RunResponse) -> String {
     assert!(!response.ok, "{:?}", response.output);
     let error = response.error.as_ref().unwrap();
     assert_eq!(error.code, "tool_error", "{error:?}");
@@ -264,7 +275,7 @@ fn venv() -> PathBuf {
 /// The language model server, started once for this test process: its base URL.
 ///
 /// It exits when its stdin closes, that is when this process ends.
-fn llm() -> &'static str {
+pub(crate) fn llm() -> &'static str {
     static SERVER: OnceLock<(Mutex<Child>, String)> = OnceLock::new();
     let (_, url) = SERVER.get_or_init(|| {
         let venv = venv();

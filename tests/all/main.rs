@@ -34,3 +34,5 @@ mod mcp_server;
 mod mcp_backend;
 // Host services for wasm tools: web.fetch on loopback, text tools against a real local model.
 mod host_services;
+// Issue 15's reach: web.fetch, llm.chat and redirects over https, each hop's address checked.
+mod egress;

@@ -8,7 +8,10 @@ use locara_facade::{
     BackendKind, ChainRequest, Grants, Locara, LocaraConfig, RunRequest, SafetyTier,
 };
 use locara_mcp::McpBackend;
-use locara_test_artifacts::TestHome;
+use locara_test_artifacts::{
+    TestHome,
+    tls::{Leaf, TestCa, TlsFront},
+};
 use serde_json::json;
 
 use crate::mcp_server::python;
@@ -176,10 +179,37 @@ async fn an_mcp_server_over_streamable_http_is_a_backend_too() {
         .unwrap_err();
     assert_eq!(error.code(), "invalid_input");
 
-    // Not http: refused before anything is sent.
-    let tls = McpBackend::connect_http("web", "https://127.0.0.1:1/mcp")
+    // The same server behind TLS: reached with the app's CA, refused without it.
+    let ca = TestCa::new();
+    let front = TlsFront::start(
+        ca.server_config(Leaf::Valid, &[b"http/1.1"]),
+        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+    );
+    let https = format!("https://127.0.0.1:{}/mcp", front.port());
+    let connector = locara_egress::Connector::new()
+        .with_ca_cert_pem(ca.pem().as_bytes())
+        .unwrap();
+    let secure = McpBackend::connect_http_with("web", &https, &connector)
+        .await
+        .unwrap();
+    let locara = with_backend(&home, &secure).await;
+    let sum = locara
+        .run(RunRequest::new("web.add", json!({"a": 2, "b": 3})))
+        .await
+        .unwrap();
+    assert_eq!(sum.output, Some(json!({"result": 5})), "{:?}", sum.error);
+    let untrusted = McpBackend::connect_http("web", &https).await.unwrap_err();
+    assert!(
+        untrusted.to_string().contains("unknown issuer"),
+        "{untrusted}"
+    );
+    // Neither http nor https: refused before anything is sent.
+    let ftp = McpBackend::connect_http("web", "ftp://127.0.0.1:1/mcp")
         .await
         .unwrap_err();
-    assert!(tls.to_string().contains("TLS"), "{tls}");
+    assert!(
+        ftp.to_string().contains("is not an http or https URL"),
+        "{ftp}"
+    );
     server.kill().await.unwrap();
 }

@@ -287,17 +287,17 @@ impl HyperClient {
             let (mut sender, driver) =
                 hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| chain(&e))?;
             tokio::spawn(driver);
             sender.send_request(outgoing).await
         } else {
             let (mut sender, driver) = hyper::client::conn::http1::handshake(io)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| chain(&e))?;
             tokio::spawn(driver);
             sender.send_request(outgoing).await
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| chain(&e))?;
         let status = response.status().as_u16();
         let headers = response
             .headers()
@@ -308,7 +308,7 @@ impl HyperClient {
         let mut bytes = Vec::new();
         let mut truncated = false;
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| e.to_string())?;
+            let frame = frame.map_err(|e| chain(&e))?;
             if let Ok(data) = frame.into_data() {
                 let room = max_bytes - bytes.len();
                 let (kept, cut) = if data.len() > room {
@@ -342,6 +342,18 @@ impl HttpClient for HyperClient {
     ) -> Result<HttpResponse, String> {
         self.exchange(request, max_bytes, on_data).await
     }
+}
+
+/// `error` and its causes, `: `-separated (hyper's own message alone is "connection error").
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn hint(status: StatusCode) -> &'static str {

@@ -1,14 +1,18 @@
 //! HTTP providers against a real HTTP server on loopback, started by the test: the call goes
 //! through Locara's pipeline (grants, schemas, cap, limits) and over the wire to the endpoint.
 
-use std::{convert::Infallible, net::SocketAddr};
+use std::{convert::Infallible, net::SocketAddr, sync::Arc};
 
 use http_body_util::{BodyExt as _, Full};
 use hyper::{Request, Response, StatusCode, body::Bytes, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use locara_facade::{Grants, Locara, LocaraConfig, RunRequest, SafetyTier};
+use locara_http::HyperClient;
 use locara_manifest::NetAccess;
-use locara_test_artifacts::TestHome;
+use locara_test_artifacts::{
+    TestHome,
+    tls::{Leaf, TestCa, TlsFront},
+};
 use serde_json::{Value, json};
 
 /// The provider: `/add` sums `a` and `b`, `/fail` is a 400 with a message, `/moved` a redirect,
@@ -174,11 +178,53 @@ async fn an_endpoint_host_the_app_did_not_grant_is_refused() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_over_https_trusts_the_apps_ca() {
+    let addr = serve().await;
+    let ca = TestCa::new();
+    let front = TlsFront::start(ca.server_config(Leaf::Valid, &[b"http/1.1"]), addr);
+    let url = format!("https://localhost:{}/add", front.port());
+    let home = TestHome::new();
+    let client = HyperClient::new(
+        locara_egress::Connector::new()
+            .with_ca_cert_pem(ca.pem().as_bytes())
+            .unwrap(),
+    );
+    let grants = Grants::new()
+        .with_max_safety_tier(SafetyTier::ReadOnly)
+        .with_net(NetAccess::new().with_host("localhost"));
+    let locara = Locara::new(
+        &LocaraConfig::new(home.path())
+            .with_grants(grants.clone())
+            .with_host_tool(
+                locara_http::provider_with(&manifest("remote.add", &url), Arc::new(client))
+                    .unwrap(),
+            )
+            .with_host_tool(locara_http::provider(&manifest("plain.add", &url)).unwrap()),
+    )
+    .unwrap();
+    let sum = locara
+        .run(RunRequest::new("remote.add", json!({"a": 40, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(sum.output, Some(json!({"sum": 42})), "{:?}", sum.error);
+    // The same endpoint with the system's roots only: refused, saying why.
+    let untrusted = locara
+        .run(RunRequest::new("plain.add", json!({"a": 40, "b": 2})))
+        .await
+        .unwrap();
+    let report = untrusted.error.unwrap();
+    assert!(report.message.contains("unknown issuer"), "{report:?}");
+}
+
 #[test]
 fn bad_provider_manifests_are_refused_with_the_reason() {
-    let https =
-        locara_http::provider(&manifest("remote.add", "https://api.example.com/add")).unwrap_err();
-    assert!(https.to_string().contains("https needs TLS"), "{https}");
+    let ftp =
+        locara_http::provider(&manifest("remote.add", "ftp://api.example.com/add")).unwrap_err();
+    assert!(
+        ftp.to_string().contains("the scheme must be http or https"),
+        "{ftp}"
+    );
     let mut no_endpoint: Value =
         serde_json::from_str(&manifest("remote.add", "http://x/")).unwrap();
     no_endpoint.as_object_mut().unwrap().remove("endpoint");

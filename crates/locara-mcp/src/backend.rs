@@ -94,6 +94,10 @@ impl McpBackend {
         connector: &locara_egress::Connector,
     ) -> Result<McpBackend, Error> {
         check_name(name)?;
+        // reqwest, built without a crypto provider of its own, asks for the process's default
+        // even for `http`: make ring (the one locara-egress uses) the default unless the app
+        // already chose one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut client = reqwest::Client::builder();
         match url.split_once("://") {
             Some(("http", _)) => {}
@@ -116,7 +120,18 @@ impl McpBackend {
             client,
             StreamableHttpClientTransportConfig::with_uri(url),
         );
-        McpBackend::handshake(name, ().serve(transport).await)
+        let handshake = McpBackend::handshake(name, ().serve(transport).await);
+        // reqwest's error says only "error sending request"; when TLS is why, the connector,
+        // making the same handshake, says what failed and what to do.
+        if let (Err(Error::Protocol(message)), Ok(parsed)) = (&handshake, url::Url::parse(url))
+            && parsed.scheme() == "https"
+            && let Err(locara_egress::Error::Tls(why)) = connector
+                .connect(&parsed, locara_egress::AddressPolicy::Any)
+                .await
+        {
+            return Err(Error::Protocol(format!("{message}: {why}")));
+        }
+        handshake
     }
 
     fn handshake<E: std::fmt::Display>(
