@@ -17,17 +17,11 @@ impl Locara {
     /// calls ask the approver, and a denial is that call's `error` (`approval_denied`).
     pub async fn run_batch(&self, batch: BatchRequest) -> BatchResponse {
         let mut results = Vec::with_capacity(batch.calls.len());
-        let mut calls = batch.calls.into_iter().peekable();
-        while let Some(first) = calls.next() {
-            let tier = self.safety_tier(&first.tool);
-            let mut segment = vec![(first, tier)];
-            if tier == Some(SafetyTier::ReadOnly) {
-                while let Some(next) =
-                    calls.next_if(|c| self.safety_tier(&c.tool) == Some(SafetyTier::ReadOnly))
-                {
-                    segment.push((next, Some(SafetyTier::ReadOnly)));
-                }
-            }
+        let calls = batch.calls.into_iter().map(|call| {
+            let tier = self.safety_tier(&call.tool);
+            (call, tier)
+        });
+        for segment in segments(calls) {
             let runs = segment.into_iter().map(|(request, tier)| async move {
                 let tool = request.tool.clone();
                 let (response, error) = match self.run(request).await {
@@ -60,4 +54,24 @@ impl Locara {
             .map(|e| e.manifest.safety_tier)
             .max()
     }
+}
+
+/// Cuts `items` (each with the tier it runs at) into segments, in order: a run of consecutive
+/// read-only items is one segment, to run concurrently; any other item is a segment of its own.
+pub(crate) fn segments<T>(
+    items: impl IntoIterator<Item = (T, Option<SafetyTier>)>,
+) -> Vec<Vec<(T, Option<SafetyTier>)>> {
+    let mut segments: Vec<Vec<(T, Option<SafetyTier>)>> = Vec::new();
+    for (item, tier) in items {
+        let read_only = tier == Some(SafetyTier::ReadOnly);
+        match segments.last_mut() {
+            Some(last)
+                if read_only && last.iter().all(|(_, t)| *t == Some(SafetyTier::ReadOnly)) =>
+            {
+                last.push((item, tier));
+            }
+            _ => segments.push(vec![(item, tier)]),
+        }
+    }
+    segments
 }

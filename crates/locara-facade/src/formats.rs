@@ -106,14 +106,20 @@ pub struct ToolCallRequest {
 impl ToolCallRequest {
     /// The message (or Responses API item) that answers this call with `result`.
     pub fn result_message(&self, result: Result<&RunResponse, &Error>) -> Value {
+        self.answer(result_text(result), !result.is_ok_and(|r| r.ok))
+    }
+
+    /// The message (or Responses API item) that answers this call with `text`, a result
+    /// already written out ([`result_text`]).
+    pub(crate) fn answer(&self, text: String, is_error: bool) -> Value {
         if self.responses_api {
             json!({
                 "type": "function_call_output",
                 "call_id": self.call_id,
-                "output": result_text(result),
+                "output": text,
             })
         } else {
-            tool_result_message(self.format, &self.call_id, result)
+            message(self.format, &self.call_id, text, is_error)
         }
     }
 }
@@ -137,7 +143,16 @@ pub fn tool_result_message(
     call_id: &str,
     result: Result<&RunResponse, &Error>,
 ) -> Value {
-    let text = result_text(result);
+    message(
+        format,
+        call_id,
+        result_text(result),
+        !result.is_ok_and(|r| r.ok),
+    )
+}
+
+/// The message that answers call `call_id` with `text`.
+fn message(format: ToolFormat, call_id: &str, text: String, is_error: bool) -> Value {
     match format {
         ToolFormat::OpenAi => json!({
             "role": "tool",
@@ -148,7 +163,7 @@ pub fn tool_result_message(
             "type": "tool_result",
             "tool_use_id": call_id,
             "content": text,
-            "is_error": !result.is_ok_and(|r| r.ok),
+            "is_error": is_error,
         }),
     }
 }
@@ -164,7 +179,7 @@ pub fn tool_results_reply(format: ToolFormat, results: Vec<Value>) -> Value {
 }
 
 /// What a call produced, as the text the model reads.
-fn result_text(result: Result<&RunResponse, &Error>) -> String {
+pub(crate) fn result_text(result: Result<&RunResponse, &Error>) -> String {
     let value = match result {
         Ok(response) if response.ok => {
             let output = response.output.clone().unwrap_or(Value::Null);
@@ -238,7 +253,7 @@ impl Locara {
     }
 
     /// The ids of the callable tools, each once, sorted.
-    fn callable_ids(&self) -> Vec<String> {
+    pub(crate) fn callable_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self.list().into_iter().map(|t| t.id).collect();
         ids.sort();
         ids.dedup();
@@ -572,7 +587,7 @@ fn item(object: &Map<String, Value>) -> Result<Option<RawCall>, Error> {
 /// OpenAI's `arguments`: a JSON object encoded in a string (an empty string is no arguments).
 /// An object given as is is taken too. The string is read strictly: an object in it that
 /// repeats a key is refused, since readers disagree on which value it means.
-fn arguments(value: Option<&Value>) -> Result<Value, String> {
+pub(crate) fn arguments(value: Option<&Value>) -> Result<Value, String> {
     match value {
         None => Err("it has no `arguments`".to_owned()),
         Some(Value::Object(object)) => Ok(Value::Object(object.clone())),

@@ -5,9 +5,10 @@
 //! [`run`](Locara::run) and [`run_chain`](Locara::run_chain). It also speaks the OpenAI and
 //! Anthropic tool-calling formats: [`export_tools`](Locara::export_tools),
 //! [`requests_from_tool_calls`](Locara::requests_from_tool_calls) and
-//! [`tool_result_message`]. Requests and responses are plain data that serialize to the JSON
-//! an agent sees; errors carry a code, a message, a hint and, for schema errors, the failing
-//! JSON pointers.
+//! [`tool_result_message`]; and [`chat`](Locara::chat) runs the LLM tool loop: it carries a
+//! conversation on with a model, running the tools it calls, until it answers. Requests and
+//! responses are plain data that serialize to the JSON an agent sees; errors carry a code, a
+//! message, a hint and, for schema errors, the failing JSON pointers.
 //!
 //! The facade implements little itself: verification is `locara-registry`'s, the pipeline
 //! `locara-exec`'s, the engines `locara-sandbox`'s. It never exposes an engine type.
@@ -29,6 +30,7 @@
 
 mod batch;
 mod chain;
+mod chat;
 mod error;
 mod files;
 mod formats;
@@ -55,6 +57,10 @@ pub use locara_registry::{SignedReceipt, SigningKey};
 pub use locara_sandbox::BackendKind;
 
 pub use crate::{
+    chat::{
+        ChatEvent, ChatModel, ChatRequest, ChatResponse, ChatStep, ChatToolCall, OfferedTool,
+        StopReason, TokenUsage,
+    },
     error::Error,
     formats::{
         ToolCallRequest, ToolFormat, tool_call_name, tool_result_message, tool_results_reply,

@@ -266,6 +266,8 @@ pub struct Locara {
     pub(crate) catalog: Vec<Entry>,
     engine: BackendKind,
     receipt_key: Option<SigningKey>,
+    /// The HTTP client and language model: what [`Locara::chat`] reaches its model with.
+    pub(crate) services: ServicesConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -460,6 +462,7 @@ impl Locara {
             catalog,
             engine: config.engine,
             receipt_key: config.receipt_key.clone(),
+            services: config.services.clone(),
         })
     }
 
