@@ -199,7 +199,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = SearchFormat::Searxng)]
     pub(crate) search_format: SearchFormat,
 
-    /// An MCP server whose tools join the catalog as `NAME.<tool>`: NAME=http://HOST:PORT/mcp
+    /// A PEM file of CA certificates (a private CA) to trust for https, on top of the system's
+    /// roots: web.fetch, --llm, --provider, --search-provider and --mcp (repeatable)
+    #[arg(long = "ca-cert", global = true, value_name = "FILE")]
+    pub(crate) ca_certs: Vec<PathBuf>,
+
+    /// An MCP server whose tools join the catalog as `NAME.<tool>`: NAME=http[s]://HOST:PORT/mcp
     /// (streamable HTTP) or NAME=COMMAND [ARG…] (a process spoken to over stdio; split at
     /// spaces) (repeatable)
     #[arg(long = "mcp", global = true, value_name = "NAME=SERVER")]

@@ -45,6 +45,9 @@ pub(crate) struct Context {
     search: Option<locara_http::SearchProvider>,
     /// `--mcp` servers, as (name, URL or command line).
     mcp_servers: Vec<(String, String)>,
+    /// Every outbound connection's TLS roots (the system's plus `--ca-cert`), resolver and
+    /// proxies (the environment's).
+    connector: locara_egress::Connector,
 }
 
 impl Context {
@@ -65,7 +68,14 @@ impl Context {
             Some(path) => Some((path.clone(), Policy::read(path)?)),
             None => None,
         };
+        let mut connector = locara_egress::Connector::new();
+        for file in &cli.ca_certs {
+            connector = connector
+                .with_ca_cert(file)
+                .with_context(|| format!("--ca-cert {}", file.display()))?;
+        }
         Ok(Context {
+            connector,
             home,
             engine: cli.engine,
             app_file,
@@ -193,11 +203,16 @@ impl Context {
         if let Some(llm) = &self.llm {
             config = config.with_llm(llm.clone());
         }
+        // One client for every request the call may make: web.fetch, --llm, providers and
+        // web.search share the TLS roots and proxies.
+        let http: Arc<dyn locara_facade::HttpClient> =
+            Arc::new(locara_http::HyperClient::new(self.connector.clone()));
+        config = config.with_http_client(http.clone());
         let mut provider_hosts = Vec::new();
         for file in &self.providers {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("cannot read the provider manifest {}", file.display()))?;
-            let tool = locara_http::provider(&text)
+            let tool = locara_http::provider_with(&text, http.clone())
                 .with_context(|| format!("cannot use the provider {}", file.display()))?;
             provider_hosts.extend(tool.manifest().wasi_imports.net.allowed_hosts.clone());
             config = config.with_host_tool(tool);
@@ -205,7 +220,7 @@ impl Context {
         // `web.search` asks the service the person named, but its host is granted like any
         // other (`--allow-host`): a host grant is the app's, web.fetch's too.
         if let Some(search) = &self.search {
-            let tool = locara_http::web_search(search.clone())
+            let tool = locara_http::web_search(search.clone().with_client(http.clone()))
                 .context("cannot use the search provider (--search-provider)")?;
             config = config.with_host_tool(tool);
         }
@@ -280,7 +295,7 @@ impl Context {
         for (name, server) in &self.mcp_servers {
             let backend = runtime.block_on(async {
                 if server.starts_with("http://") || server.starts_with("https://") {
-                    locara_mcp::McpBackend::connect_http(name, server).await
+                    locara_mcp::McpBackend::connect_http_with(name, server, &self.connector).await
                 } else {
                     let mut words = server.split_whitespace();
                     let mut command = tokio::process::Command::new(words.next().unwrap_or(""));

@@ -8,12 +8,10 @@ use std::{
     io,
     net::SocketAddr,
     path::Path,
-    process::{Child, Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
 };
 
 use http_body_util::Full;
@@ -26,7 +24,10 @@ use hyper_util::{
 use locara_egress::{Connector, Resolve};
 use locara_exec::{Egress, HttpClient, HttpRequest, HttpResponse};
 use locara_http::HyperClient;
-use locara_test_artifacts::tls::{Leaf, TestCa, TlsFront};
+use locara_test_artifacts::{
+    proxy::Tinyproxy,
+    tls::{Leaf, TestCa, TlsFront},
+};
 use url::Url;
 
 /// A plain HTTP server on loopback (HTTP/1.1, and HTTP/2 when the client starts with its
@@ -216,78 +217,6 @@ async fn a_granted_name_that_resolves_to_loopback_is_refused_unless_the_address_
     );
 }
 
-/// tinyproxy, a real CONNECT proxy, on a free loopback port; stopped (by its id) when dropped.
-struct Tinyproxy {
-    child: Child,
-    port: u16,
-    log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Tinyproxy {
-    fn start() -> Tinyproxy {
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = dir.path().join("tinyproxy.log");
-        let config = dir.path().join("tinyproxy.conf");
-        std::fs::write(
-            &config,
-            format!(
-                "Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 20\nAllow 127.0.0.1\n\
-                 LogLevel Connect\nLogFile \"{}\"\n",
-                log.display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new("tinyproxy")
-            .arg("-d")
-            .arg("-c")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("tinyproxy (Debian's `tinyproxy`, which .ci/test-deps installs)");
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "tinyproxy did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Tinyproxy {
-            child,
-            port,
-            log,
-            _dir: dir,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn requests(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| line.split_once("): ").map(|(_, r)| r.to_owned()))
-            .filter(|r| r.starts_with("CONNECT") || r.starts_with("GET"))
-            .collect()
-    }
-}
-
-impl Drop for Tinyproxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connect_proxy_tunnels_to_the_checked_address_and_widens_nothing() {
     let proxy = Tinyproxy::start();
@@ -338,7 +267,7 @@ async fn a_connect_proxy_tunnels_to_the_checked_address_and_widens_nothing() {
     assert_eq!(response.status, 200);
     assert_eq!(proxy.requests().len(), 2);
     // A proxy that refuses the tunnel says so.
-    let refused = format!("http://localhost:{}/hello", proxy.port);
+    let refused = format!("http://localhost:{}/hello", proxy.port());
     drop(proxy);
     let error = get(&client, &refused, grants(&["localhost", "127.0.0.1"]))
         .await
