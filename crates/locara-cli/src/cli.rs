@@ -167,8 +167,10 @@ pub(crate) struct Cli {
     #[arg(long = "provider", global = true, value_name = "FILE")]
     pub(crate) providers: Vec<PathBuf>,
 
-    /// A network host tools may fetch from with `web.fetch` (a host name or IP address, any
-    /// port; `*` for any host); without an app manifest only these are granted (repeatable)
+    /// A network host tools may fetch from with `web.fetch` (a host name, an IP address or a
+    /// CIDR range, any port; `*` for any public host); a name that resolves to a private or
+    /// loopback address also needs that address or its range; without an app manifest only
+    /// these are granted (repeatable)
     #[arg(long = "allow-host", global = true, value_name = "HOST", value_parser = allow_host)]
     pub(crate) allow_hosts: Vec<String>,
 
@@ -224,7 +226,7 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// An `--allow-host` value: a host name, an IP address or `*`. Anything else (a port, a
+/// An `--allow-host` value: a host name, an IP address, a CIDR range or `*`. Anything else (a port, a
 /// scheme, brackets, a trailing dot) would be a grant that matches no request, so it is a usage
 /// error naming what to pass.
 fn allow_host(value: &str) -> Result<String, String> {
@@ -232,7 +234,8 @@ fn allow_host(value: &str) -> Result<String, String> {
         Ok(()) => Ok(value.to_owned()),
         Err(locara_manifest::Error::InvalidNetHost { reason, .. }) => Err(format!(
             "{reason}; pass a host name (e.g. api.example.com), an IP address (e.g. 127.0.0.1 \
-             or ::1) or * for any host, without a scheme, port, path or brackets"
+             or ::1), a CIDR range (e.g. 10.0.0.0/8) or * for any host, without a scheme, \
+             port, path or brackets"
         )),
         Err(other) => Err(other.to_string()),
     }

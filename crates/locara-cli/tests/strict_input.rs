@@ -177,7 +177,7 @@ fn app_manifests_and_receipts_that_repeat_a_key_are_refused() {
 }
 
 #[test]
-fn allow_host_takes_a_host_name_an_address_or_a_star() {
+fn allow_host_takes_a_host_name_an_address_a_range_or_a_star() {
     let cli = Cli::new();
     for (value, reason) in [
         ("example.com:443", "it has a port (`:443`)"),
@@ -195,6 +195,14 @@ fn allow_host_takes_a_host_name_an_address_or_a_star() {
         ("*.example.com", "a wildcard is only `*` alone"),
         ("exa mple.com", "it contains whitespace"),
         ("127.1", "it ends in a number but is not an IPv4 address"),
+        (
+            "10.0.0.1/8",
+            "the range has bits set past its prefix length; write `10.0.0.0/8`",
+        ),
+        (
+            "10.0.0.0/40",
+            "`/40` is not a prefix length for this address",
+        ),
     ] {
         let stderr = cli.refused(&["--allow-host", value, "list"], "");
         assert!(
@@ -204,11 +212,19 @@ fn allow_host_takes_a_host_name_an_address_or_a_star() {
             "{value}: {stderr}"
         );
         assert!(
-            stderr.contains("pass a host name (e.g. api.example.com), an IP address (e.g. 127.0.0.1 or ::1) or * for any host"),
+            stderr.contains("pass a host name (e.g. api.example.com), an IP address (e.g. 127.0.0.1 or ::1), a CIDR range (e.g. 10.0.0.0/8) or * for any host"),
             "{value}: {stderr}"
         );
     }
-    for value in ["example.com", "localhost", "127.0.0.1", "::1", "*"] {
+    for value in [
+        "example.com",
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        "10.0.0.0/8",
+        "fd00::/8",
+        "*",
+    ] {
         cli.expect(0, &["--allow-host", value, "list"]);
     }
 }
