@@ -195,53 +195,16 @@ fn plain_name(presented: &str) -> &str {
         .unwrap_or(presented)
 }
 
-/// `time` as `YYYY-MM-DD HH:MM:SS UTC`.
+/// `time` as RFC 3339 in UTC, e.g. `2021-01-01T00:00:00Z`.
 fn date(time: UnixTime) -> String {
-    let seconds = time.as_secs();
-    let days = i64::try_from(seconds / 86_400).unwrap_or(i64::MAX);
-    let rest = seconds % 86_400;
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
+    locara_manifest::rfc3339_utc(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(time.as_secs()),
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_civil() {
-        assert_eq!(
-            date(UnixTime::since_unix_epoch(std::time::Duration::ZERO)),
-            "1970-01-01 00:00:00 UTC"
-        );
-        assert_eq!(
-            date(UnixTime::since_unix_epoch(std::time::Duration::from_secs(
-                1_795_611_845
-            ))),
-            "2026-11-25 13:04:05 UTC"
-        );
-        assert_eq!(
-            date(UnixTime::since_unix_epoch(std::time::Duration::from_secs(
-                951_782_400
-            ))),
-            "2000-02-29 00:00:00 UTC"
-        );
-    }
 
     #[test]
     fn presented_names_lose_their_kind() {

@@ -124,7 +124,7 @@ async fn tls_failures_say_what_failed_and_what_to_do() {
         .await
         .unwrap_err();
     assert!(
-        error.contains("the certificate of `localhost` expired on 2021-01-01 00:00:00 UTC"),
+        error.contains("the certificate of `localhost` expired on 2021-01-01T00:00:00Z"),
         "{error}"
     );
     // A private CA the app names is trusted on top of the system's roots, from a file too.

@@ -29,6 +29,7 @@ pub mod json;
 mod limits;
 mod lock;
 mod name;
+mod time;
 mod tool;
 mod version;
 
@@ -44,6 +45,7 @@ pub use crate::{
     limits::{EffectiveLimits, LimitsSpec},
     lock::{LockedTool, Lockfile},
     name::{ToolName, ToolRef},
+    time::rfc3339_utc,
     tool::{
         Artifact, Derivation, FsAccess, Interpreter, ModelDependency, NetAccess, PackageFile,
         SafetyTier, Stdio, ToolManifest, Upstream, UpstreamRegistry, UserDirAccess, WasiImports,

@@ -55,7 +55,6 @@ mod models;
 mod receipt;
 mod registry;
 mod signature;
-mod time;
 mod trust;
 mod verified;
 
@@ -63,6 +62,8 @@ mod verified;
 mod fuzz_regressions;
 #[cfg(test)]
 mod tests;
+
+pub use locara_manifest::rfc3339_utc;
 
 pub use crate::{
     digest::Digest,
@@ -76,7 +77,6 @@ pub use crate::{
         prepare_manifest,
     },
     signature::{ManifestSignature, sign_manifest, verify_manifest},
-    time::rfc3339_utc,
     trust::{REVOCATION_FILE, Revocation, TrustStore},
     verified::VerifiedArtifact,
 };

@@ -1,5 +1,6 @@
-//! Timestamps in the registry's files (a revocation's date, a manifest's validation time):
-//! RFC 3339 in UTC to the second, computed without a calendar dependency.
+//! Timestamps Locara writes and says (a revocation's date, a manifest's validation time, a
+//! certificate's expiry): RFC 3339 in UTC to the second, computed without a calendar
+//! dependency.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
