@@ -41,8 +41,7 @@ fn backend() -> SocketAddr {
 
 /// `locara ARGS…` with `env` set and no proxy from the environment otherwise.
 fn run(cli: &Cli, env: &[(&str, &str)], args: &[&str]) -> Run {
-    let mut command = cli.command(args);
-    for name in [
+    let proxies = [
         "HTTPS_PROXY",
         "https_proxy",
         "HTTP_PROXY",
@@ -51,16 +50,8 @@ fn run(cli: &Cli, env: &[(&str, &str)], args: &[&str]) -> Run {
         "all_proxy",
         "NO_PROXY",
         "no_proxy",
-    ] {
-        command.env_remove(name);
-    }
-    command.envs(env.iter().copied());
-    let output = command.output().unwrap();
-    Run {
-        code: output.status.code().unwrap(),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
+    ];
+    cli.run_with_env(args, env, &proxies)
 }
 
 #[test]

@@ -16,16 +16,9 @@ const KEY: &str = "cli-brave-key-81d0";
 
 /// `locara ARGS…` with LOCARA_SEARCH_API_KEY set to `key`, or unset.
 fn run(cli: &Cli, key: Option<&str>, args: &[&str]) -> Run {
-    let mut command = cli.command(args);
     match key {
-        Some(key) => command.env("LOCARA_SEARCH_API_KEY", key),
-        None => command.env_remove("LOCARA_SEARCH_API_KEY"),
-    };
-    let output = command.output().unwrap();
-    Run {
-        code: output.status.code().unwrap(),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
+        Some(key) => cli.run_with_env(args, &[("LOCARA_SEARCH_API_KEY", key)], &[]),
+        None => cli.run_with_env(args, &[], &["LOCARA_SEARCH_API_KEY"]),
     }
 }
 

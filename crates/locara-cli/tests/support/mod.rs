@@ -111,6 +111,25 @@ impl Cli {
         self.run_with_stdin(args, "")
     }
 
+    /// `locara ARGS…` with the variables of `env` set, those named in `unset` removed, and no
+    /// stdin.
+    pub(crate) fn run_with_env(&self, args: &[&str], env: &[(&str, &str)], unset: &[&str]) -> Run {
+        let mut command = self.command(args);
+        for name in unset {
+            command.env_remove(name);
+        }
+        let output = command
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        Run {
+            code: output.status.code().expect("exit code"),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+
     /// Runs and asserts exit code `code`.
     pub(crate) fn expect(&self, code: i32, args: &[&str]) -> Run {
         let run = self.run(args);
