@@ -36,3 +36,5 @@ mod mcp_backend;
 mod host_services;
 // Issue 15's reach: web.fetch, llm.chat and redirects over https, each hop's address checked.
 mod egress;
+// The LLM tool loop: a real model (llama.cpp on loopback) calling tools, in both API formats.
+mod chat;

@@ -1,12 +1,15 @@
 """Serves a GGUF model on loopback with llama.cpp's OpenAI-compatible server (PyPI `xllamacpp`).
 
-Usage: serve.py MODEL.gguf
+Usage: serve.py MODEL.gguf [--ctx N] [--chat-template FILE]
+--ctx sets the context size (default 2048); --chat-template replaces the model's own Jinja chat
+template (llama.cpp derives from it how tool calls look).
 Prints `listening http://127.0.0.1:PORT` once the model is loaded and the server answers, then
 serves until SIGTERM or SIGINT (or until its stdin closes, so it never outlives the test that
 started it). One thread: on a small shared machine, llama.cpp's spinning worker threads make
 two threads slower and erratic.
 """
 
+import argparse
 import os
 import signal
 import sys
@@ -16,9 +19,18 @@ import xllamacpp as xlc
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("--ctx", type=int, default=2048)
+    parser.add_argument("--chat-template")
+    args = parser.parse_args()
     params = xlc.CommonParams()
-    params.model.path = sys.argv[1]
-    params.n_ctx = 2048
+    params.model.path = args.model
+    params.n_ctx = args.ctx
+    if args.chat_template:
+        with open(args.chat_template, encoding="utf-8") as template:
+            params.chat_template = template.read()
+        params.use_jinja = True
     params.n_parallel = 1
     params.hostnames = ["127.0.0.1"]
     params.port = 0
