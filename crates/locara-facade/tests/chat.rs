@@ -761,6 +761,25 @@ async fn model_errors_end_the_chat_with_a_report_and_keep_the_transcript() {
             .message
             .ends_with("answered 500: out of memory")
     );
+
+    // A server that fails in the middle of its stream says so in an event.
+    let script = Script::new(
+        ToolFormat::OpenAi,
+        vec![Answer::Events(vec![json!({"error": {"code": 500,
+            "message": "The model produced output that does not match the expected peg-native format"}})])],
+    );
+    let failed = locara(&home, &script, &probe)
+        .chat(ChatRequest::new("hi").with_model(model(ToolFormat::OpenAi)))
+        .await
+        .unwrap();
+    assert_eq!(failed.stop_reason, StopReason::ModelError);
+    let error = failed.error.unwrap();
+    assert_eq!(
+        error.message,
+        "the model at http://model.test/v1/chat/completions failed while answering: The model \
+         produced output that does not match the expected peg-native format"
+    );
+    assert!(error.hint.contains("offer fewer tools"), "{error:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{
     ChatModel, TokenUsage,
     sse::Event,
-    wire::{self, Call, Params, Turn},
+    wire::{self, Call, Failure, Params, Turn},
 };
 use crate::{
     ToolFormat,
@@ -69,7 +69,7 @@ pub(crate) struct Stream {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     stop_reason: Option<String>,
-    error: Option<String>,
+    error: Option<Failure>,
     started: bool,
 }
 
@@ -90,10 +90,10 @@ impl Stream {
 impl wire::Stream for Stream {
     fn event(&mut self, event: &Event, on_text: &mut dyn FnMut(&str)) {
         let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
-            self.error = Some(format!(
+            self.error = Some(Failure::Unreadable(format!(
                 "an event's data is not JSON: {}",
                 event.data.chars().take(200).collect::<String>()
-            ));
+            )));
             return;
         };
         let kind = data
@@ -152,19 +152,21 @@ impl wire::Stream for Stream {
                     .and_then(|e| e.get("message"))
                     .and_then(Value::as_str)
                     .map_or_else(|| data.to_string(), str::to_owned);
-                self.error = Some(format!("the server reported an error: {message}"));
+                self.error = Some(Failure::Server(message));
             }
             // `content_block_stop`, `message_stop`, `ping`, and whatever comes later.
             _ => {}
         }
     }
 
-    fn finish(self: Box<Self>) -> Result<Turn, String> {
+    fn finish(self: Box<Self>) -> Result<Turn, Failure> {
         if let Some(error) = self.error {
             return Err(error);
         }
         if !self.started {
-            return Err("the answer holds no `message_start` event".to_owned());
+            return Err(Failure::Unreadable(
+                "the answer holds no `message_start` event".to_owned(),
+            ));
         }
         let usage =
             (self.input_tokens.is_some() || self.output_tokens.is_some()).then(|| TokenUsage {
@@ -200,16 +202,16 @@ impl wire::Stream for Stream {
 }
 
 /// The turn of a non-streamed answer: its `content` blocks.
-pub(crate) fn from_json(value: &Value) -> Result<Turn, String> {
+pub(crate) fn from_json(value: &Value) -> Result<Turn, Failure> {
     if let Some(error) = value.get("error") {
         let message = error
             .get("message")
             .and_then(Value::as_str)
             .map_or_else(|| error.to_string(), str::to_owned);
-        return Err(format!("the server reported an error: {message}"));
+        return Err(Failure::Server(message));
     }
     let Some(blocks) = value.get("content").and_then(Value::as_array) else {
-        return Err("it has no `content` array".to_owned());
+        return Err(Failure::Unreadable("it has no `content` array".to_owned()));
     };
     let usage = value
         .get("usage")

@@ -308,8 +308,9 @@ impl Chat<'_> {
                     NotRun {
                         code: "not_run",
                         message: format!(
-                            "not run: the chat stopped at its limit of {} model turns (max_steps), so this result would not be read",
-                            request.max_steps
+                            "the call did not run: the chat stopped at its limit of {} model turn{} (max_steps), so its result would not be read",
+                            request.max_steps,
+                            if request.max_steps == 1 { "" } else { "s" }
                         ),
                         hint: "allow more steps to let the model use the tools it asks for",
                     },
@@ -320,7 +321,7 @@ impl Chat<'_> {
                     NotRun {
                         code: "not_run",
                         message: format!(
-                            "not run: the chat's token budget ({}) is spent, so this result would not be read",
+                            "the call did not run: the chat's token budget ({}) is spent, so its result would not be read",
                             request.max_tokens.unwrap_or(0)
                         ),
                         hint: "allow more tokens to let the model use the tools it asks for",
@@ -356,8 +357,11 @@ impl Chat<'_> {
         let request = self.request;
         let message = match reason {
             StopReason::MaxSteps => format!(
-                "the model was asked {} times (max_steps) and still called tools",
-                request.max_steps
+                "the model was asked {} (max_steps) and still called tools",
+                match request.max_steps {
+                    1 => "once".to_owned(),
+                    n => format!("{n} times"),
+                }
             ),
             StopReason::TokenBudget => format!(
                 "the token budget of {} is spent ({} used)",
@@ -457,7 +461,7 @@ impl Chat<'_> {
                 None => self.unanswered(step, call, arguments, &NotRun {
                         code: "cancelled",
                         message: format!(
-                            "cancelled: the chat's time budget of {timeout:.1} s ran out before this call ended (a call that had started was stopped and may have done part of its work)"
+                            "the call was cancelled: the chat's time budget of {timeout:.1} s ran out before it ended (a call that had started was stopped, and may have done part of its work)"
                         ),
                         hint: "allow more time to let the model use the tools it asks for",
                     }),

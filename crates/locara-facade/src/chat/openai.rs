@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::{
     ChatModel,
     sse::Event,
-    wire::{self, Call, Params, Turn},
+    wire::{self, Call, Failure, Params, Turn},
 };
 use crate::{
     ToolFormat,
@@ -68,7 +68,7 @@ pub(crate) struct Stream {
     calls: BTreeMap<u64, PartialCall>,
     finish_reason: Option<String>,
     usage: Option<super::TokenUsage>,
-    error: Option<String>,
+    error: Option<Failure>,
     chunks: usize,
 }
 
@@ -80,7 +80,7 @@ impl Stream {
                 .get("message")
                 .and_then(Value::as_str)
                 .map_or_else(|| error.to_string(), str::to_owned);
-            self.error = Some(format!("the server reported an error: {message}"));
+            self.error = Some(Failure::Server(message));
             return;
         }
         if let Some(usage) = chunk
@@ -149,20 +149,22 @@ impl wire::Stream for Stream {
         match serde_json::from_str::<Value>(data) {
             Ok(chunk) => self.chunk(&chunk, on_text),
             Err(e) => {
-                self.error = Some(format!(
+                self.error = Some(Failure::Unreadable(format!(
                     "an event's data is not JSON ({e}): {}",
                     data.chars().take(200).collect::<String>()
-                ));
+                )));
             }
         }
     }
 
-    fn finish(self: Box<Self>) -> Result<Turn, String> {
+    fn finish(self: Box<Self>) -> Result<Turn, Failure> {
         if let Some(error) = self.error {
             return Err(error);
         }
         if self.chunks == 0 {
-            return Err("the answer holds no `data:` event".to_owned());
+            return Err(Failure::Unreadable(
+                "the answer holds no `data:` event".to_owned(),
+            ));
         }
         let calls = self
             .calls
@@ -182,7 +184,7 @@ impl wire::Stream for Stream {
 }
 
 /// The turn of a non-streamed answer: `choices[0].message`.
-pub(crate) fn from_json(value: &Value) -> Result<Turn, String> {
+pub(crate) fn from_json(value: &Value) -> Result<Turn, Failure> {
     let mut stream = Stream::default();
     if value.get("error").is_none()
         && value
@@ -191,7 +193,9 @@ pub(crate) fn from_json(value: &Value) -> Result<Turn, String> {
             .and_then(|c| c.get("message"))
             .is_none()
     {
-        return Err("it has no `choices[0].message`".to_owned());
+        return Err(Failure::Unreadable(
+            "it has no `choices[0].message`".to_owned(),
+        ));
     }
     stream.chunk(value, &mut |_| {});
     wire::Stream::finish(Box::new(stream))

@@ -52,7 +52,7 @@ fn events_are_read_across_pieces_and_line_endings() {
 
 /// Reads a streamed answer of `format` made of `data` events (each with its `event:` name for
 /// Anthropic), and the text handed over on the way.
-fn stream(format: ToolFormat, datas: &[Value]) -> (Result<Turn, String>, Vec<String>) {
+fn stream(format: ToolFormat, datas: &[Value]) -> (Result<Turn, wire::Failure>, Vec<String>) {
     let mut stream: Box<dyn wire::Stream> = match format {
         ToolFormat::OpenAi => Box::<openai::Stream>::default(),
         ToolFormat::Anthropic => Box::<anthropic::Stream>::default(),
@@ -168,11 +168,14 @@ fn an_openai_answer_without_calls_and_broken_streams() {
         &[json!({"error": {"message": "context length exceeded"}})],
     );
     assert_eq!(
-        error.unwrap_err(),
+        error.unwrap_err().to_string(),
         "the server reported an error: context length exceeded"
     );
     let (empty, _) = stream(ToolFormat::OpenAi, &[]);
-    assert_eq!(empty.unwrap_err(), "the answer holds no `data:` event");
+    assert_eq!(
+        empty.unwrap_err().to_string(),
+        "the answer holds no `data:` event"
+    );
 }
 
 #[test]
@@ -227,7 +230,7 @@ fn an_anthropic_stream_gives_text_calls_and_usage() {
         ],
     );
     assert_eq!(
-        error.unwrap_err(),
+        error.unwrap_err().to_string(),
         "the server reported an error: Overloaded"
     );
 }
@@ -268,7 +271,9 @@ fn whole_answers_are_read_too() {
         )
     );
     assert_eq!(
-        openai::from_json(&json!({"object": "list"})).unwrap_err(),
+        openai::from_json(&json!({"object": "list"}))
+            .unwrap_err()
+            .to_string(),
         "it has no `choices[0].message`"
     );
 }

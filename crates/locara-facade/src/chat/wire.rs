@@ -46,12 +46,30 @@ pub(crate) struct Call {
     pub(crate) arguments: Value,
 }
 
+/// Why an answer is no turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The server said it failed (an error event or object), in these words.
+    Server(String),
+    /// The answer is not of the format's shape.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Server(message) => write!(f, "the server reported an error: {message}"),
+            Failure::Unreadable(problem) => f.write_str(problem),
+        }
+    }
+}
+
 /// Reads a streamed answer, event by event.
 pub(crate) trait Stream: Send {
     /// Takes one server-sent event; the model's text goes to `on_text` as it comes.
     fn event(&mut self, event: &sse::Event, on_text: &mut dyn FnMut(&str));
-    /// What the turn said, or why it cannot be read.
-    fn finish(self: Box<Self>) -> Result<Turn, String>;
+    /// What the turn said, or why there is none.
+    fn finish(self: Box<Self>) -> Result<Turn, Failure>;
 }
 
 /// The URL requests to `model` go to.
@@ -152,14 +170,19 @@ pub(crate) async fn ask(
             "ask for a shorter answer (max_output_tokens)",
         ));
     }
-    let unreadable = |problem: String| {
-        model_error(
+    let failed = |failure: Failure| match failure {
+        Failure::Server(message) => model_error(
+            format!("the model at {url} failed while answering: {message}"),
+            "the server could not finish its answer; try again, rephrase the request, or offer \
+             fewer tools (a tool call that the server cannot parse ends this way with small models)",
+        ),
+        Failure::Unreadable(problem) => model_error(
             format!("cannot read the model's answer from {url}: {problem}"),
             format!(
                 "check that the server speaks the {} format (--format)",
                 model.format
             ),
-        )
+        ),
     };
     let json = response
         .header("content-type")
@@ -167,19 +190,19 @@ pub(crate) async fn ask(
     if json {
         // A server that does not stream answers with one JSON document.
         let value: Value = serde_json::from_slice(&response.body)
-            .map_err(|e| unreadable(format!("its JSON is invalid: {e}")))?;
+            .map_err(|e| failed(Failure::Unreadable(format!("its JSON is invalid: {e}"))))?;
         let turn = match model.format {
             ToolFormat::OpenAi => openai::from_json(&value),
             ToolFormat::Anthropic => anthropic::from_json(&value),
         }
-        .map_err(unreadable)?;
+        .map_err(failed)?;
         if !turn.text.is_empty() {
             on_text(&turn.text);
         }
         return Ok(turn);
     }
     events.finish(&mut |event| stream.event(&event, &mut *on_text));
-    stream.finish().map_err(unreadable)
+    stream.finish().map_err(failed)
 }
 
 pub(crate) fn model_error(message: impl Into<String>, hint: impl Into<String>) -> Error {
