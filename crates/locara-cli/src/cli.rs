@@ -176,7 +176,8 @@ pub(crate) struct Cli {
 
     /// The app's language model: the base URL of an OpenAI-compatible API, e.g.
     /// http://127.0.0.1:8080/v1, asked by tools granted `llm.chat` (text.summarize,
-    /// text.translate, text.classify); LOCARA_LLM_API_KEY is sent as its bearer token
+    /// text.translate, text.classify) and by `locara chat`; LOCARA_LLM_API_KEY is sent as its
+    /// bearer token
     #[arg(long, global = true, value_name = "URL", env = "LOCARA_LLM_URL")]
     pub(crate) llm: Option<String>,
 
@@ -333,6 +334,10 @@ pub(crate) enum Command {
     /// the others one at a time in order; print the BatchResponse
     #[command(long_about = BATCH_LONG_ABOUT, after_long_help = EXIT_CODES)]
     Batch(BatchArgs),
+
+    /// Chat with a language model (--llm) that calls the tools; stream its answer
+    #[command(long_about = crate::chat::CHAT_LONG_ABOUT)]
+    Chat(crate::chat::ChatArgs),
 
     /// Check a call's signed receipt: the host's signature, the tool against the registry,
     /// and optionally the arguments and output it names

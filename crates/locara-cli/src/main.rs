@@ -1,6 +1,6 @@
 //! `locara`: the command line over `locara-facade` (list, search, describe, run, chain, batch,
-//! tool definitions and tool calls in LLM formats), `locara-mcp` (serve) and `locara-registry`
-//! (verify, verify-receipt, keygen, sign, publish, trust).
+//! chat, tool definitions and tool calls in LLM formats), `locara-mcp` (serve) and
+//! `locara-registry` (verify, verify-receipt, keygen, sign, publish, trust).
 //!
 //! It sits on top of every library crate and adds only what a terminal needs: finding the home,
 //! turning flags into a request and the response into text. It does not validate, hash or sign
@@ -16,6 +16,7 @@
 mod approve;
 mod arguments;
 mod catalog;
+mod chat;
 mod cli;
 mod context;
 mod models;
@@ -72,6 +73,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&ctx, args, &mut stdin),
         Command::Chain(args) => run::chain(&ctx, args, &mut stdin),
         Command::Batch(args) => run::batch(&ctx, args, &mut stdin),
+        Command::Chat(args) => chat::chat(&ctx, cli, args, &mut stdin),
         Command::VerifyReceipt(args) => receipts::verify_receipt(&ctx, args),
         Command::Serve(args) => serve::serve(&ctx, args),
         Command::Verify(args) => verify::verify(&ctx, args),
