@@ -265,7 +265,7 @@ pub struct Locara {
     grants: Arc<Grants>,
     pub(crate) catalog: Vec<Entry>,
     engine: BackendKind,
-    receipt_key: Option<SigningKey>,
+    pub(crate) receipt_key: Option<SigningKey>,
     /// The HTTP client and language model: what [`Locara::chat`] reaches its model with.
     pub(crate) services: ServicesConfig,
 }

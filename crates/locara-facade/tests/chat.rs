@@ -814,5 +814,14 @@ async fn a_chat_that_cannot_start_says_why_before_sending_anything() {
         .await
         .unwrap_err();
     assert_eq!(zero.code(), "invalid_request");
+    let receipts = locara
+        .chat(
+            ChatRequest::new("hi")
+                .with_model(model(ToolFormat::OpenAi))
+                .with_receipts(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(receipts.code(), "receipt_unavailable");
     assert!(script.seen().is_empty());
 }

@@ -67,8 +67,9 @@ impl Locara {
     /// # Errors
     /// Only when the chat cannot start: `no_model` (no model in the request and no language
     /// model configured), `invalid_model` (its URL is not http or https), `no_http_client`,
-    /// `invalid_request` (no messages, `max_steps` 0), `not_found` (a tool pattern that matches
-    /// no callable tool), `name_collision` (two offered tools would share a name).
+    /// `invalid_request` (no messages, `max_steps` 0), `receipt_unavailable` (receipts asked for
+    /// without a receipt key), `not_found` (a tool pattern that matches no callable tool),
+    /// `name_collision` (two offered tools would share a name).
     pub async fn chat_with(
         &self,
         request: ChatRequest,
@@ -99,6 +100,13 @@ impl Locara {
                 "invalid_request",
                 "the chat has no message",
                 "start it with the user's message, e.g. ChatRequest::new(\"…\")",
+            ));
+        }
+        if request.receipts && self.receipt_key.is_none() {
+            return Err(Error::new(
+                "receipt_unavailable",
+                "receipts were asked for, but this host has no receipt key",
+                "chat without receipts, or configure a receipt key (LocaraConfig::with_receipt_key)",
             ));
         }
         if request.max_steps == 0 {
@@ -348,7 +356,7 @@ impl Chat<'_> {
                 }
             }
         }
-        // Only reached when the last allowed step ran calls, which it does not; kept total.
+        // Not reached: the last allowed step returns above, whatever the model answered.
         self.budget_stop(StopReason::MaxSteps)
     }
 
