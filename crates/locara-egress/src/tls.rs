@@ -7,7 +7,7 @@ use std::{
 };
 
 use rustls::{
-    CertificateError, ClientConfig, RootCertStore,
+    AlertDescription, CertificateError, ClientConfig, RootCertStore,
     pki_types::{CertificateDer, UnixTime, pem::PemObject as _},
 };
 
@@ -131,11 +131,22 @@ pub fn tls_failure(host: &str, error: &io::Error) -> String {
     };
     match tls {
         rustls::Error::InvalidCertificate(certificate) => certificate_failure(host, certificate),
-        rustls::Error::AlertReceived(alert) => format!(
-            "the server `{host}` ended the TLS handshake with the alert `{alert:?}`: it refused \
-             this connection (it may want a client certificate, or support none of the TLS \
-             versions and ciphers offered: TLS 1.2 and 1.3)"
-        ),
+        rustls::Error::AlertReceived(alert) => {
+            let why = match alert {
+                AlertDescription::NoApplicationProtocol => {
+                    "it speaks neither HTTP/2 nor HTTP/1.1 over TLS (ALPN)"
+                }
+                AlertDescription::CertificateRequired | AlertDescription::BadCertificate => {
+                    "it wants a client certificate, which Locara does not send"
+                }
+                AlertDescription::ProtocolVersion | AlertDescription::HandshakeFailure => {
+                    "it supports none of the TLS versions and ciphers offered (TLS 1.2 and 1.3 \
+                     with modern ciphers)"
+                }
+                _ => "it refused the connection",
+            };
+            format!("the server `{host}` ended the TLS handshake with the alert `{alert:?}`: {why}")
+        }
         rustls::Error::NoApplicationProtocol => {
             format!("the server `{host}` speaks neither HTTP/2 nor HTTP/1.1 over TLS (ALPN)")
         }

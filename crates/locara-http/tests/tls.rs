@@ -127,6 +127,17 @@ async fn tls_failures_say_what_failed_and_what_to_do() {
         error.contains("the certificate of `localhost` expired on 2021-01-01T00:00:00Z"),
         "{error}"
     );
+    // A server that speaks neither protocol offered ends the handshake with an alert.
+    let h3_only = TlsFront::start(ca.server_config(Leaf::Valid, &[b"h3"]), backend);
+    let error = get(&trusting, &url(&h3_only), Egress::Configured)
+        .await
+        .unwrap_err();
+    assert!(
+        error.contains(
+            "the server `localhost` ended the TLS handshake with the alert `NoApplicationProtocol`: it speaks neither HTTP/2 nor HTTP/1.1 over TLS (ALPN)"
+        ),
+        "{error}"
+    );
     // A private CA the app names is trusted on top of the system's roots, from a file too.
     let dir = tempfile::tempdir().unwrap();
     let file = Connector::new()
