@@ -7,11 +7,8 @@
 //! two calls in one turn.
 
 use std::{
-    io::{BufRead as _, BufReader},
-    path::PathBuf,
-    process::{Child, Command, Stdio},
     sync::{
-        Arc, Mutex, OnceLock,
+        Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
     time::Duration,
@@ -26,54 +23,13 @@ use locara_test_artifacts::TestHome;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-/// The model file `.ci/test-deps` installs into the venv.
-const MODEL_FILE: &str = "share/locara/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf";
-
-/// Where `.ci/test-deps` puts the venv.
-fn venv() -> PathBuf {
-    std::env::var_os("LOCARA_PY_VENV").map_or_else(|| "/var/tmp/locara-py".into(), PathBuf::from)
-}
-
-/// The model server, started once for this test process: its API base (`…/v1`). It exits when
-/// its stdin closes, that is when this process ends.
-fn model_url() -> &'static str {
-    static SERVER: OnceLock<(Mutex<Child>, String)> = OnceLock::new();
-    let (_, url) = SERVER.get_or_init(|| {
-        let model = venv().join(MODEL_FILE);
-        assert!(
-            model.is_file(),
-            "no model at {}: run `bash .ci/test-deps` (it installs llama.cpp's server and the \
-             model into the venv at $LOCARA_PY_VENV, default /var/tmp/locara-py)",
-            model.display()
-        );
-        let llm = concat!(env!("CARGO_MANIFEST_DIR"), "/llm");
-        let mut child = Command::new(venv().join("bin/python"))
-            .arg(format!("{llm}/serve.py"))
-            .arg(&model)
-            .args(["--ctx", "4096", "--chat-template"])
-            .arg(format!("{llm}/qwen2.5-coder-tools.jinja"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the model server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("the model server said {line:?}"))
-            .trim()
-            .to_owned();
-        (Mutex::new(child), format!("{url}/v1"))
-    });
-    url
-}
-
 /// The real model, in `format`.
 fn qwen(format: ToolFormat) -> ChatModel {
-    ChatModel::new(format, model_url(), "qwen2.5-coder-0.5b-instruct")
+    ChatModel::new(
+        format,
+        locara_test_artifacts::llm::qwen_tools(),
+        "qwen2.5-coder-0.5b-instruct",
+    )
 }
 
 /// A question for the real model, at temperature 0 with a fixed seed.

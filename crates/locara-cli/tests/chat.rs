@@ -5,53 +5,13 @@
 
 mod support;
 
-use std::{
-    io::{BufRead as _, BufReader},
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    sync::{Mutex, OnceLock},
-};
+use std::path::PathBuf;
 
 use serde_json::Value;
 use support::Cli;
 
-/// The model server, started once for this test process: its API base (`…/v1`). It exits when
-/// its stdin closes, that is when this process ends.
 fn model_url() -> &'static str {
-    static SERVER: OnceLock<(Mutex<Child>, String)> = OnceLock::new();
-    let (_, url) = SERVER.get_or_init(|| {
-        let venv = std::env::var_os("LOCARA_PY_VENV")
-            .map_or_else(|| PathBuf::from("/var/tmp/locara-py"), PathBuf::from);
-        let model = venv.join("share/locara/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf");
-        assert!(
-            model.is_file(),
-            "no model at {}: run `bash .ci/test-deps` (it installs llama.cpp's server and the \
-             model into the venv at $LOCARA_PY_VENV, default /var/tmp/locara-py)",
-            model.display()
-        );
-        let llm = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/llm");
-        let mut child = Command::new(venv.join("bin/python"))
-            .arg(format!("{llm}/serve.py"))
-            .arg(&model)
-            .args(["--ctx", "4096", "--chat-template"])
-            .arg(format!("{llm}/qwen2.5-coder-tools.jinja"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the model server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("the model server said {line:?}"))
-            .trim()
-            .to_owned();
-        (Mutex::new(child), format!("{url}/v1"))
-    });
-    url
+    locara_test_artifacts::llm::qwen_tools()
 }
 
 const QUESTION: &str =
