@@ -222,3 +222,44 @@ async fn the_apps_language_model_is_reached_over_https() {
     let message = failure(&untrusting.run(summarize).await.unwrap());
     assert!(message.contains("unknown issuer"), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_apps_grant_lets_a_tool_reach_an_address_that_is_not_public() {
+    let server = LoopbackServer::start().await;
+    let home = TestHome::new();
+    // A tool that asks for 127.0.0.1 itself (the probe's `service` op calls web.fetch).
+    home.publish_probe_with("test.loopback", "read_only", |manifest| {
+        manifest["wasi_imports"]["net"] = json!({"allowed_hosts": ["127.0.0.1"]});
+    });
+    let call = RunRequest::new(
+        "test.loopback",
+        json!({
+            "op": "service",
+            "service": "web.fetch",
+            "request": json!({"url": server.url("127.0.0.1", "/page")}).to_string(),
+        }),
+    );
+    // An app granting `*` admits the tool (the composition rule), but `*` names no address: the
+    // tool's own `127.0.0.1` does not make loopback reachable.
+    let any = Locara::new(&config(&home, &["*"], None)).unwrap();
+    let output = any.run(call.clone()).await.unwrap().output.unwrap();
+    let answer = output["answer"].as_str().unwrap();
+    assert!(
+        answer.contains("`127.0.0.1` is a loopback address; a tool reaches such an address only when the app grants that address"),
+        "{output}"
+    );
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    // The app naming the address (or a range holding it) does.
+    for grant in ["127.0.0.1", "127.0.0.0/8"] {
+        let named = Locara::new(&config(&home, &[grant], None)).unwrap();
+        let output = named.run(call.clone()).await.unwrap().output.unwrap();
+        assert_eq!(output["errno"], 0, "{grant}: {output}");
+        assert!(
+            output["answer"]
+                .as_str()
+                .unwrap()
+                .contains("\"status\":200"),
+            "{output}"
+        );
+    }
+}

@@ -144,6 +144,10 @@ pub struct Grant {
     pub(crate) workspace: Option<(PathBuf, PathBuf, DirPerms)>,
     /// The hosts `web.fetch` may reach: the tool's, bounded by the app's.
     pub(crate) hosts: Vec<String>,
+    /// The addresses and ranges the app's grants name (never `*` or a name): a resolved
+    /// address that is not public is reached only when one of these holds it, whatever the
+    /// tool asked for.
+    pub(crate) addresses: Vec<String>,
     /// Whether the tool may use `llm.chat`.
     pub(crate) llm: bool,
 }

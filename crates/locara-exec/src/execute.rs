@@ -116,6 +116,7 @@ impl Execute {
                 config: self.services.clone(),
                 tool: manifest.tool_ref().to_string(),
                 hosts: call.grant.hosts.clone(),
+                addresses: call.grant.addresses.clone().into(),
                 llm: call.grant.llm,
                 max_bytes: usize::try_from(limits.output_bytes).unwrap_or(usize::MAX),
             }));

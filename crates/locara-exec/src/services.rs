@@ -39,10 +39,10 @@ pub enum Egress {
     /// The app's own configuration named the URL (its language model, an HTTP provider, a
     /// search service, an MCP server): whatever address the host resolves to.
     Configured,
-    /// A tool chose the URL, and its host was checked against these grants (host names, IP
-    /// addresses, CIDR ranges, `*`). A resolved address that is not public (loopback, private,
-    /// link-local, unique-local, shared, cloud metadata, …) is reached only when one of the
-    /// grants names that address or a range holding it; a host name or `*` is not enough.
+    /// A tool chose the URL (its host already checked against the grants), and these are the
+    /// app's grants: a resolved address that is not public (loopback, private, link-local,
+    /// unique-local, shared, cloud metadata, …) is reached only when one of them is that
+    /// address or a range holding it; a host name or `*` among them names no address.
     Granted(Arc<[String]>),
 }
 
@@ -261,6 +261,9 @@ pub(crate) struct CallServices {
     pub(crate) tool: String,
     /// The hosts [`WEB_FETCH`] may reach; empty when the tool asked for no network.
     pub(crate) hosts: Vec<String>,
+    /// The addresses and ranges the app's grants name: what a resolved address that is not
+    /// public must be in.
+    pub(crate) addresses: Arc<[String]>,
     /// Whether the tool may use [`LLM_CHAT`] (it asked, and the app granted).
     pub(crate) llm: bool,
     /// The most bytes of a fetched body.
@@ -353,7 +356,7 @@ impl CallServices {
         loop {
             let request =
                 HttpRequest::get(url.clone(), vec![("accept".to_owned(), "*/*".to_owned())])
-                    .with_egress(Egress::Granted(Arc::from(self.hosts.as_slice())));
+                    .with_egress(Egress::Granted(self.addresses.clone()));
             let response = http
                 .send(request, max_bytes)
                 .await

@@ -140,6 +140,11 @@ pub(crate) fn admits(entry: &str, host: &str) -> bool {
     }
 }
 
+/// Whether the grant `entry` is an address or a range.
+pub(crate) fn names_addresses(entry: &str) -> bool {
+    entry.parse::<IpAddr>().is_ok() || entry.parse::<IpNet>().is_ok()
+}
+
 /// Whether the grant `entry` names `address` itself: the same address in any spelling, or a
 /// range holding it. A host name or `*` names no address; this is what lets a request reach an
 /// address that is not public.

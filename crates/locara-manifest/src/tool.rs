@@ -883,6 +883,21 @@ impl NetAccess {
         crate::host::covers_address(entry, address)
     }
 
+    /// Whether the grant `entry` is an IP address or a CIDR range (not a name, not `*`): the
+    /// only kind of grant that can let a request reach an address that is not public.
+    ///
+    /// ```
+    /// use locara_manifest::NetAccess;
+    ///
+    /// assert!(NetAccess::names_addresses("10.0.0.0/8"));
+    /// assert!(NetAccess::names_addresses("::1"));
+    /// assert!(!NetAccess::names_addresses("*"));
+    /// assert!(!NetAccess::names_addresses("localhost"));
+    /// ```
+    pub fn names_addresses(entry: &str) -> bool {
+        crate::host::names_addresses(entry)
+    }
+
     pub(crate) fn validate(&self, field: &str) -> Result<(), Error> {
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             NetAccess::check_host(&format!("{field}[{i}]"), host)?;

@@ -101,6 +101,17 @@ impl TestHome {
     /// tests of tiers, batches and approval have tools of every tier that can `sleep` or
     /// `echo`. Panics on failure (this is test setup).
     pub fn publish_probe_as(&self, id: &str, tier: &str) {
+        self.publish_probe_with(id, tier, |_| {});
+    }
+
+    /// [`TestHome::publish_probe_as`], with `edit` applied to the manifest before it is signed
+    /// (e.g. to ask for network hosts).
+    pub fn publish_probe_with(
+        &self,
+        id: &str,
+        tier: &str,
+        edit: impl FnOnce(&mut serde_json::Value),
+    ) {
         let template = std::fs::read_to_string(PROBE_MANIFEST).expect("probe manifest");
         let mut manifest: serde_json::Value =
             serde_json::from_str(&template).expect("probe manifest JSON");
@@ -108,6 +119,7 @@ impl TestHome {
         manifest["safety_tier"] = tier.into();
         manifest["output_schema"] = serde_json::json!({"type": "object"});
         manifest["wasi_imports"]["fs"]["user_dir"] = "none".into();
+        edit(&mut manifest);
         let wasm = std::fs::read(PROBE).expect("probe wasm");
         let manifest = prepare_manifest(&manifest.to_string(), &wasm).expect("prepare");
         self.registry()

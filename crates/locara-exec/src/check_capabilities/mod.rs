@@ -113,6 +113,13 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
             &manifest.wasi_imports.net.allowed_hosts,
             app_hosts,
         ),
+        // The app's own: a tool asking for `127.0.0.1` from an app that grants `*` gets the
+        // name, not the loopback address.
+        addresses: app_hosts
+            .iter()
+            .filter(|h| locara_manifest::NetAccess::names_addresses(h))
+            .cloned()
+            .collect(),
         llm: manifest
             .capability_requirements
             .iter()
