@@ -366,3 +366,28 @@ async fn tunnel(proxy: &Intercept, address: SocketAddr) -> Result<TcpStream, Err
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_the_systems_roots_only_the_apps_cas_are_trusted() {
+        let none = Connector::new().with_proxy(None).without_system_roots();
+        let error = none.check_tls().unwrap_err().to_string();
+        assert!(
+            error.starts_with("no trusted certificate authorities")
+                && error.contains("`--ca-cert FILE`"),
+            "{error}"
+        );
+        let pem = "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n";
+        let error = none
+            .with_ca_cert_pem(pem.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("certificate 1 of the CA file given cannot be a trust anchor"),
+            "{error}"
+        );
+    }
+}

@@ -116,6 +116,15 @@ pub(crate) fn pem_certificates(
             "the CA file {what} holds no certificate (`-----BEGIN CERTIFICATE-----` blocks)"
         )));
     }
+    // Checked now, so that a bad file fails when the app starts, not at its first https request.
+    for (i, cert) in certs.iter().enumerate() {
+        RootCertStore::empty().add(cert.clone()).map_err(|e| {
+            Error::Config(format!(
+                "certificate {} of the CA file {what} cannot be a trust anchor: {e}",
+                i + 1
+            ))
+        })?;
+    }
     Ok(certs)
 }
 
