@@ -177,8 +177,8 @@ pub(crate) fn chat(
     }
 
     let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
-    let out = created_dir(args.out.as_deref(), "output")?;
-    let receipts_dir = created_dir(args.receipts.as_deref(), "receipts")?;
+    let out = context::created_dir(args.out.as_deref(), "output")?;
+    let receipts_dir = context::created_dir(args.receipts.as_deref(), "receipts")?;
     let receipt_key = match &receipts_dir {
         Some(_) => Some(receipts::host_key(ctx)?),
         None => None,
@@ -266,16 +266,6 @@ pub(crate) fn chat(
             }
         }
     })
-}
-
-/// `dir`, created when missing, as an absolute path.
-fn created_dir(dir: Option<&Path>, what: &str) -> anyhow::Result<Option<PathBuf>> {
-    let Some(dir) = dir else {
-        return Ok(None);
-    };
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the {what} directory {}", dir.display()))?;
-    Ok(Some(context::existing_dir(dir)?))
 }
 
 /// The messages of `file`: an array of messages, or a transcript's `messages`.

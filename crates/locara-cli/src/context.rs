@@ -349,6 +349,16 @@ pub(crate) fn existing_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(canonical)
 }
 
+/// `dir`, created when missing, as an absolute path.
+pub(crate) fn created_dir(dir: Option<&Path>, what: &str) -> anyhow::Result<Option<PathBuf>> {
+    let Some(dir) = dir else {
+        return Ok(None);
+    };
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the {what} directory {}", dir.display()))?;
+    Ok(Some(existing_dir(dir)?))
+}
+
 /// Parses tool references given on the command line (`id` or `id@version`).
 pub(crate) fn tool_refs(names: &[String]) -> anyhow::Result<Vec<locara_manifest::ToolRef>> {
     names

@@ -30,14 +30,7 @@ pub(crate) fn run(
     stdin: &mut Stdin<'_>,
 ) -> anyhow::Result<ExitCode> {
     let dir = args.dir.as_deref().map(context::existing_dir).transpose()?;
-    let out = match &args.out {
-        Some(out) => {
-            std::fs::create_dir_all(out)
-                .with_context(|| format!("cannot create the output directory {}", out.display()))?;
-            Some(context::existing_dir(out)?)
-        }
-        None => None,
-    };
+    let out = context::created_dir(args.out.as_deref(), "output")?;
     let receipt_key = match &args.receipt {
         Some(_) => Some(receipts::host_key(ctx)?),
         None => None,
