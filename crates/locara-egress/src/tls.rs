@@ -58,14 +58,8 @@ impl Tls {
             // A system store may hold a few certificates webpki cannot parse; the rest serve.
             roots.add_parsable_certificates(found.certs);
         }
-        for (i, cert) in self.extra.iter().enumerate() {
-            roots.add(cert.clone()).map_err(|e| {
-                format!(
-                    "certificate {} of the CA file cannot be a trust anchor: {e}",
-                    i + 1
-                )
-            })?;
-        }
+        // The app's CAs were checked as trust anchors when they were given (`pem_certificates`).
+        roots.add_parsable_certificates(self.extra.iter().cloned());
         if roots.is_empty() {
             let mut message = "no trusted certificate authorities: the system's store \
                                (/etc/ssl/certs, or $SSL_CERT_FILE / $SSL_CERT_DIR) holds none \
