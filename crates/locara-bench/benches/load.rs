@@ -82,6 +82,8 @@ const EXIT_STDERR: &str = "load driver: exit 3";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Case {
     Chunk,
+    /// `text.chunk` of the pipeline bench's short text: the throughput mode's only call.
+    Short,
     Read,
     List,
     Search,
@@ -94,8 +96,9 @@ enum Case {
 }
 
 impl Case {
-    const ALL: [Case; 10] = [
+    const ALL: [Case; 11] = [
         Case::Chunk,
+        Case::Short,
         Case::Read,
         Case::List,
         Case::Search,
@@ -115,6 +118,7 @@ impl Case {
     fn key(self) -> &'static str {
         match self {
             Case::Chunk => "chunk",
+            Case::Short => "short",
             Case::Read => "read",
             Case::List => "list",
             Case::Search => "search",
@@ -131,6 +135,7 @@ impl Case {
     fn name(self) -> &'static str {
         match self {
             Case::Chunk => "text.chunk",
+            Case::Short => "text.chunk (short text)",
             Case::Read => "filesystem.read",
             Case::List => "filesystem.list",
             Case::Search => "filesystem.search",
@@ -168,8 +173,32 @@ const MIX: [Case; 20] = [
     Case::Exit,
 ];
 
-/// The mix, less the cases `LOCARA_LOAD_ONLY` (`echo,chunk`, …) leaves out.
-fn mix() -> Result<Vec<Case>> {
+/// What the driver runs (`LOCARA_LOAD_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The mix of tools, watching the process for leaks (`mix`, the default).
+    Mix,
+    /// Throughput: only `text.chunk` of the short text, then the raw floor on the same calls
+    /// (`chunk`).
+    Chunk,
+}
+
+impl Mode {
+    fn from_env() -> Result<Mode> {
+        match std::env::var("LOCARA_LOAD_MODE").as_deref() {
+            Err(_) | Ok("mix") => Ok(Mode::Mix),
+            Ok("chunk") => Ok(Mode::Chunk),
+            Ok(other) => bail!("LOCARA_LOAD_MODE: no mode {other:?}; the modes are mix, chunk"),
+        }
+    }
+}
+
+/// The mix, less the cases `LOCARA_LOAD_ONLY` (`echo,chunk`, …) leaves out; in the throughput
+/// mode, the short `text.chunk` call alone.
+fn mix(mode: Mode) -> Result<Vec<Case>> {
+    if mode == Mode::Chunk {
+        return Ok(vec![Case::Short]);
+    }
     let Ok(only) = std::env::var("LOCARA_LOAD_ONLY") else {
         return Ok(MIX.to_vec());
     };
@@ -242,6 +271,9 @@ impl Fixture {
         };
         match case {
             Case::Chunk => RunRequest::new("text.chunk", self.chunk_arguments(i)),
+            Case::Short => {
+                RunRequest::new("text.chunk", json!({"text": TEXT, "max_chars": MAX_CHARS}))
+            }
             Case::Read => in_workspace(
                 "filesystem.read",
                 json!({"path": self.files[i % self.files.len()].0}),
@@ -293,6 +325,7 @@ impl Fixture {
                 let (text, max_chars) = self.chunk_input(i);
                 check_chunks(&succeeded(result)?, text, max_chars)
             }
+            Case::Short => check_chunks(&succeeded(result)?, TEXT, MAX_CHARS),
             Case::Read => {
                 let (name, content) = &self.files[i % self.files.len()];
                 let expected = json!({
@@ -518,7 +551,8 @@ fn main() -> Result<()> {
     };
     // At least one cycle of the mix, so that every tool is compiled before the baseline.
     let warmup = (calls / 20).max(MIX.len()).min(calls);
-    let mix = mix()?;
+    let mode = Mode::from_env()?;
+    let mix = mix(mode)?;
 
     let home = TestHome::new();
     let dir = tempfile::tempdir()?;
@@ -574,7 +608,9 @@ fn main() -> Result<()> {
     if bench {
         println!(
             "load driver: {calls} calls through one shared Locara on Wasmtime, 2 in flight \
-             (2 caller threads, sandbox runs on tokio's blocking pool)"
+             (2 caller threads, each driving its calls with block_on on a shared 2-worker tokio \
+             runtime; a call that ends within its first slice runs on the caller's thread, a \
+             longer one moves to tokio's blocking pool)"
         );
     } else {
         println!(
@@ -631,6 +667,11 @@ fn main() -> Result<()> {
             }
         }
         print!("{}", render_latencies(&rows));
+        if mode == Mode::Chunk {
+            let throughput = measured_calls as f64 / measured_time.as_secs_f64();
+            println!();
+            floor::compare(throughput, measured_calls, bench)?;
+        }
     }
     println!();
     println!("the process between phases (no call in flight):");
@@ -712,4 +753,108 @@ fn main() -> Result<()> {
         bail!("the load run failed: {}", failures.join("; "));
     }
     Ok(())
+}
+
+#[cfg(feature = "floor")]
+mod floor {
+    //! The throughput mode's comparison: the raw Wasmtime floor making the same calls.
+
+    use std::{path::Path, sync::atomic::AtomicUsize, time::Instant};
+
+    use anyhow::{Context as _, Result, bail, format_err};
+    use locara_bench::{FloorConfig, MAX_CHARS, RawFloor, TEXT, TOOL, check_chunks};
+    use locara_test_artifacts::TOOLS;
+
+    use super::Ordering;
+
+    /// The issue's target for the facade, in calls per second on two cores.
+    const TARGET: f64 = 25_000.0;
+
+    /// Makes `calls` calls of the short `text.chunk` on raw floors, two threads at a time
+    /// (as the load driver's two callers), and prints their throughput beside `facade`'s.
+    pub(super) fn compare(facade: f64, calls: usize, bench: bool) -> Result<()> {
+        let (_, path, _) = TOOLS
+            .iter()
+            .find(|(id, _, _)| *id == TOOL)
+            .context("no text.chunk in TOOLS")?;
+        let wasm = std::fs::read(Path::new(path)).with_context(|| format!("reading {path}"))?;
+        let stdin = serde_json::to_vec(&serde_json::json!({"text": TEXT, "max_chars": MAX_CHARS}))?;
+        let pooling = FloorConfig {
+            pooling: true,
+            ..FloorConfig::default()
+        };
+        let like_for_like = FloorConfig {
+            keep_resident: 16 << 20,
+            fuel_and_epochs: true,
+            ..pooling
+        };
+        println!("throughput, {calls} calls of text.chunk (short text), 2 in flight:");
+        println!("  Locara::run (facade, Wasmtime)                  {facade:>9.0} calls/s");
+        for config in [pooling, like_for_like] {
+            let floor = RawFloor::new(&wasm, config).map_err(|e| format_err!("raw floor: {e}"))?;
+            let throughput = run(&floor, &stdin, calls)?;
+            println!(
+                "  raw wasmtime floor, {:<28} {throughput:>9.0} calls/s (facade/floor {:.2}x)",
+                config.describe(),
+                facade / throughput
+            );
+        }
+        if bench {
+            let met = if facade >= TARGET { "met" } else { "NOT met" };
+            println!("  target: facade >= {TARGET:.0} calls/s on 2 cores: {met}");
+        }
+        Ok(())
+    }
+
+    fn run(floor: &RawFloor, stdin: &[u8], calls: usize) -> Result<f64> {
+        let next = AtomicUsize::new(0);
+        let started = Instant::now();
+        let failures: Vec<String> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..2)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut failures = Vec::new();
+                        while next.fetch_add(1, Ordering::Relaxed) < calls {
+                            let checked = floor.call(stdin).and_then(|stdout| {
+                                let output = serde_json::from_slice(&stdout)
+                                    .map_err(|e| format!("stdout is not JSON: {e}"))?;
+                                check_chunks(&output, TEXT, MAX_CHARS)
+                            });
+                            if let Err(e) = checked {
+                                failures.push(e);
+                            }
+                        }
+                        failures
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| {
+                    w.join()
+                        .unwrap_or_else(|_| vec!["a floor thread panicked".to_owned()])
+                })
+                .collect()
+        });
+        let elapsed = started.elapsed();
+        if let Some(first) = failures.first() {
+            bail!("{} floor calls failed, the first: {first}", failures.len());
+        }
+        Ok(calls as f64 / elapsed.as_secs_f64())
+    }
+}
+
+#[cfg(not(feature = "floor"))]
+mod floor {
+    //! Built without the `floor` feature, the throughput mode has no floor to compare with.
+
+    use anyhow::Result;
+
+    pub(super) fn compare(facade: f64, calls: usize, _bench: bool) -> Result<()> {
+        println!(
+            "throughput, {calls} calls of text.chunk (short text), 2 in flight: Locara::run {facade:.0} calls/s; \
+             the raw floor is NOT measured (run with `--features floor`)"
+        );
+        Ok(())
+    }
 }

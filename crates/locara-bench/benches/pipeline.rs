@@ -217,19 +217,25 @@ mod floor {
 
     use super::{Duration, MAX_CHARS, TEXT, TOOL};
 
-    /// Wasmtime's defaults (`Config::new()`), then with the pooling allocator (like for like
-    /// with the sandbox), then also with fuel and epochs (the sandbox's engine settings).
-    fn configs() -> [FloorConfig; 3] {
+    /// Wasmtime's defaults (`Config::new()`), then with the pooling allocator, then also
+    /// keeping memory resident as the sandbox does (like for like with the sandbox), then also
+    /// with fuel and epochs (the sandbox's engine settings).
+    fn configs() -> [FloorConfig; 4] {
         let pooling = FloorConfig {
             pooling: true,
             ..FloorConfig::default()
         };
+        let resident = FloorConfig {
+            keep_resident: 16 << 20,
+            ..pooling
+        };
         [
             FloorConfig::default(),
             pooling,
+            resident,
             FloorConfig {
                 fuel_and_epochs: true,
-                ..pooling
+                ..resident
             },
         ]
     }

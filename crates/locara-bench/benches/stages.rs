@@ -375,7 +375,7 @@ mod floor {
                 ..pooling
             },
             FloorConfig {
-                keep_resident: 1 << 20,
+                keep_resident: 16 << 20,
                 ..pooling
             },
             FloorConfig {

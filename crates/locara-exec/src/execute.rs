@@ -9,8 +9,8 @@ use std::{
 use locara_manifest::{EffectiveLimits, ToolManifest};
 use locara_registry::{Digest, VerifiedArtifact};
 use locara_sandbox::{
-    CancelToken, Capabilities, Compiled, DirPerms, LimitKind, Limits, RunOutcome, RunStatus,
-    Sandbox,
+    CancelToken, Capabilities, Compiled, DirPerms, LimitKind, Limits, RunArgs, RunFuture,
+    RunOutcome, RunStatus, Sandbox,
 };
 use serde_json::Value;
 use tower::Service;
@@ -78,6 +78,16 @@ impl Execute {
         Ok(compiled)
     }
 
+    /// The compiled module of `artifact` if this process compiled it already.
+    fn compiled_already(&self, artifact: &VerifiedArtifact) -> Option<Compiled> {
+        self.compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(artifact.artifact_digest())
+            .cloned()
+    }
+
+    /// Runs a call to its end on this (blocking) thread, compiling its module first if needed.
     fn run(
         &self,
         call: &ResolvedCall,
@@ -85,8 +95,23 @@ impl Execute {
         cancel: &CancelToken,
         runtime: tokio::runtime::Handle,
     ) -> Result<ToolResult, ExecError> {
-        let manifest = artifact.manifest();
         let compiled = self.compiled(artifact)?;
+        let (args, limits) = self.prepare(call, artifact, cancel, runtime)?;
+        let outcome =
+            compiled.run_cancellable(&args.input, &args.limits, &args.caps, &args.cancel)?;
+        self.finish(artifact, &limits, outcome)
+    }
+
+    /// What the sandbox is given for a call: its input, limits and capabilities, and the
+    /// effective limits the result reports.
+    fn prepare(
+        &self,
+        call: &ResolvedCall,
+        artifact: &VerifiedArtifact,
+        cancel: &CancelToken,
+        runtime: tokio::runtime::Handle,
+    ) -> Result<(RunArgs, EffectiveLimits), ExecError> {
+        let manifest = artifact.manifest();
         let limits = effective_limits(&manifest.limits(), &self.max_limits);
         let sandbox_limits = Limits {
             memory_bytes: limits.memory_bytes,
@@ -127,7 +152,25 @@ impl Execute {
         }
         let input =
             serde_json::to_vec(&arguments).map_err(|e| ExecError::Cancelled(e.to_string()))?;
-        let outcome = compiled.run_cancellable(&input, &sandbox_limits, &caps, cancel)?;
+        Ok((
+            RunArgs {
+                input,
+                limits: sandbox_limits,
+                caps,
+                cancel: cancel.clone(),
+            },
+            limits,
+        ))
+    }
+
+    /// Turns how the call ended into its result.
+    fn finish(
+        &self,
+        artifact: &VerifiedArtifact,
+        limits: &EffectiveLimits,
+        outcome: RunOutcome,
+    ) -> Result<ToolResult, ExecError> {
+        let manifest = artifact.manifest();
         if outcome.status == RunStatus::Cancelled {
             return Err(ExecError::Cancelled(format!(
                 "{} was stopped after {} ms",
@@ -140,7 +183,7 @@ impl Execute {
             .kind()
             .map_or("custom", |k| k.name())
             .to_owned();
-        let mut result = result_of(manifest, outcome, limits, engine);
+        let mut result = result_of(manifest, outcome, *limits, engine);
         result.provenance = Provenance {
             manifest_sha256: artifact.manifest_digest().to_hex(),
             artifact_sha256: artifact.artifact_digest().to_hex(),
@@ -175,11 +218,59 @@ impl Service<ResolvedCall> for Execute {
         Box::pin(async move {
             let _guard = guard;
             let runtime = tokio::runtime::Handle::current();
+            // A module this process compiled already starts on this thread: a short call ends
+            // in its first slice with no thread hop, a longer one continues on a blocking
+            // thread (see `drive`). A first call compiles, which is never done here.
+            if let Some(compiled) = this.compiled_already(&artifact) {
+                let (args, limits) = this.prepare(&call, &artifact, &cancel, runtime)?;
+                let inline = staged_bytes(&args.caps) <= INLINE_STAGED_BYTES;
+                let outcome = match compiled.start(args) {
+                    Ok(future) => drive(future, inline).await?,
+                    Err(args) => tokio::task::spawn_blocking(move || {
+                        compiled.run_cancellable(
+                            &args.input,
+                            &args.limits,
+                            &args.caps,
+                            &args.cancel,
+                        )
+                    })
+                    .await
+                    .map_err(|e| ExecError::Cancelled(e.to_string()))??,
+                };
+                return this.finish(&artifact, &limits, outcome);
+            }
             tokio::task::spawn_blocking(move || this.run(&call, &artifact, &cancel, runtime))
                 .await
                 .map_err(|e| ExecError::Cancelled(e.to_string()))?
         })
     }
+}
+
+/// The most bytes of staged files a call may have and still start on the async runtime's
+/// thread: staging writes them to the temp dir before the guest runs, and a big write belongs
+/// on a blocking thread.
+const INLINE_STAGED_BYTES: usize = 256 << 10;
+
+fn staged_bytes(caps: &Capabilities) -> usize {
+    caps.staged_files().map(|(_, bytes)| bytes.len()).sum()
+}
+
+/// Drives a call started by the sandbox: polled once here (on the async runtime's thread, when
+/// `inline`), where a call that ends within one slice of guest execution costs no thread hop;
+/// a call still pending after it (a longer call, or one about to block in a sleep or a host
+/// service) is moved to a blocking thread and driven to its end there. Either way the call is
+/// stopped when the caller's future is dropped, by the token [`CancelOnDrop`] cancels.
+async fn drive(mut future: RunFuture, inline: bool) -> Result<RunOutcome, ExecError> {
+    if inline {
+        let first = std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await;
+        if let Poll::Ready(outcome) = first {
+            return Ok(outcome?);
+        }
+    }
+    let outcome = tokio::task::spawn_blocking(move || locara_sandbox::block_on(future))
+        .await
+        .map_err(|e| ExecError::Cancelled(e.to_string()))??;
+    Ok(outcome)
 }
 
 /// Cancels its token when dropped: held by a call's future, it turns dropping the future into

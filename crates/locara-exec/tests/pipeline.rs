@@ -241,6 +241,50 @@ both!(exceeded_limit_is_a_structured_failure, |kind| {
     assert!(failure.hint.contains("smaller"));
 });
 
+both!(
+    a_long_call_does_not_hold_up_a_short_one_polled_after_it,
+    |kind| {
+        // Both calls are driven by one task, the long one polled first. A short call ends within
+        // its first poll, on the task's own thread; a long one gets one slice there and then
+        // moves to a blocking thread, so the short call, polled next, ends first. Were a long call
+        // run to its end inside its first poll, the short one would wait for it.
+        let dir = tempfile::tempdir().unwrap();
+        let pipeline = build(kind, granted(dir.path()), 1 << 20);
+        let echo = || probe_call(json!({"op": "echo", "n": "x"}), dir.path());
+        // The first call of each tool compiles; warm the module so both calls below start at once.
+        assert!(
+            pipeline
+                .clone()
+                .oneshot(echo())
+                .await
+                .unwrap()
+                .failure
+                .is_none()
+        );
+        let order = std::sync::Mutex::new(Vec::new());
+        let spin = async {
+            let result = pipeline
+                .clone()
+                .oneshot(probe_call(json!({"op": "spin"}), dir.path()))
+                .await;
+            order.lock().unwrap().push("spin");
+            result
+        };
+        let short = async {
+            let result = pipeline.clone().oneshot(echo()).await;
+            order.lock().unwrap().push("echo");
+            result
+        };
+        let (spin, short) = tokio::join!(spin, short);
+        assert_eq!(
+            spin.unwrap().failure.map(|f| f.kind),
+            Some(FailureKind::LimitExceeded { limit: "fuel" })
+        );
+        assert!(short.unwrap().failure.is_none());
+        assert_eq!(*order.lock().unwrap(), ["echo", "spin"]);
+    }
+);
+
 both!(tool_error_carries_its_message_and_exit_code, |kind| {
     let dir = tempfile::tempdir().unwrap();
     let op = json!({"op": "exit", "code": 3, "stderr": "cannot parse page 4"});

@@ -1,6 +1,6 @@
 //! The backend trait, and the cheap handles hosts use.
 
-use std::{fmt, sync::Arc};
+use std::{fmt, future::Future, pin::Pin, sync::Arc};
 
 use crate::{BackendKind, CancelToken, Capabilities, Error, Limits, RunOutcome, SandboxConfig};
 
@@ -54,6 +54,74 @@ pub trait CompiledModule: Send + Sync + fmt::Debug {
         caps: &Capabilities,
         cancel: &CancelToken,
     ) -> Result<RunOutcome, Error>;
+
+    /// Starts a call to be driven as a future, if this engine can; the default gives the call
+    /// back, for engines that can only run a call to completion ([`run`](Self::run)).
+    ///
+    /// The call behaves as with [`run`](Self::run). The future runs the guest only while it
+    /// is polled, and a poll returns (having woken its waker) after at most one slice of
+    /// guest execution ([`SLICE_FUEL`] fuel) and before any host function that may block for
+    /// long (a sleep in `poll_oneoff`, a host service): a host may poll it once on an async
+    /// runtime's own thread, where a short call ends with no thread hop, and move it to a
+    /// blocking thread if it is still pending. It is `Send` and may be polled to completion
+    /// anywhere, e.g. with [`block_on`]. Dropping it before it ends stops the guest and
+    /// removes its temp dir as after any other end.
+    ///
+    /// # Errors
+    /// Gives `call` back when this engine cannot drive a call as a future.
+    fn start(&self, call: RunArgs) -> Result<RunFuture, Box<RunArgs>> {
+        Err(Box::new(call))
+    }
+}
+
+/// What one call is given, owned, for [`CompiledModule::start`]: the same as the arguments of
+/// [`CompiledModule::run`].
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    /// The guest's stdin.
+    pub input: Vec<u8>,
+    /// The call's limits.
+    pub limits: Limits,
+    /// What the guest may see and use.
+    pub caps: Capabilities,
+    /// Stops the call when cancelled.
+    pub cancel: CancelToken,
+}
+
+/// A call in progress, driven by polling: see [`CompiledModule::start`].
+pub type RunFuture = Pin<Box<dyn Future<Output = Result<RunOutcome, Error>> + Send + 'static>>;
+
+/// How much fuel a [`RunFuture`] consumes at most between two returns from `poll`: about a
+/// millisecond of guest code.
+pub const SLICE_FUEL: u64 = 2_000_000;
+
+/// Drives `future` to completion on the calling thread, parking it while the future is
+/// pending. This is not an async runtime: it polls one future and knows nothing of timers or
+/// I/O, which is all a [`RunFuture`] needs (it only ever pends to yield, having woken itself).
+/// Unlike a runtime's `block_on`, it may be used on any thread, including inside a runtime's
+/// blocking pool while a host service blocks on that runtime.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
+    }
 }
 
 /// A handle to an engine. Cheap to clone; clones share the engine and its caches.
@@ -151,6 +219,16 @@ impl Compiled {
         cancel: &CancelToken,
     ) -> Result<RunOutcome, Error> {
         self.inner.run(input, limits, caps, cancel)
+    }
+
+    /// Starts a call to be driven as a future, if the engine can; see
+    /// [`CompiledModule::start`].
+    ///
+    /// # Errors
+    /// Gives `call` back when the engine cannot drive a call as a future; run it with
+    /// [`run_cancellable`](Self::run_cancellable) instead.
+    pub fn start(&self, call: RunArgs) -> Result<RunFuture, Box<RunArgs>> {
+        self.inner.start(call)
     }
 }
 

@@ -166,6 +166,12 @@ impl Capabilities {
     pub fn preopens(&self) -> &[Preopen] {
         &self.preopens
     }
+
+    /// The files staged in the temp dir ([`with_temp_file`](Self::with_temp_file)): each path
+    /// and its bytes.
+    pub fn staged_files(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.staged.iter().map(|(p, b)| (p.as_str(), b.as_slice()))
+    }
 }
 
 impl Default for Capabilities {

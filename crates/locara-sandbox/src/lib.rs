@@ -61,7 +61,9 @@ mod wasmi_backend;
 mod wasmtime_backend;
 
 pub use crate::{
-    backend::{Backend, Compiled, CompiledModule, Sandbox},
+    backend::{
+        Backend, Compiled, CompiledModule, RunArgs, RunFuture, SLICE_FUEL, Sandbox, block_on,
+    },
     beneath::open_dir_beneath,
     cancel::CancelToken,
     caps::{Capabilities, DirPerms, Preopen, TEMP_GUEST_PATH},

@@ -30,7 +30,9 @@ use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 use crate::{
     CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunStatus, Sandbox,
     run::{self, EngineEnd, MemoryLimiter},
-    wasmtime_backend::{StoreData, TICK, check_module_interface, end_of, engine_error, linker},
+    wasmtime_backend::{
+        Calls, StoreData, TICK, check_module_interface, end_of, engine_error, linker,
+    },
 };
 
 /// At most this much of the guest's stderr goes into the error of a failed initialization.
@@ -79,7 +81,7 @@ impl Sandbox {
         let engine = Engine::new(&config).map_err(engine_error)?;
         let module = Module::new(&engine, &instrumented).map_err(invalid)?;
         check_module_interface(&module)?;
-        let linker = linker(&engine)?;
+        let linker = linker(&engine, Calls::Sync)?;
 
         let cancel = CancelToken::new();
         let (wasi, call) = run::prepare(b"", limits, caps, &std::env::temp_dir(), &cancel)?;

@@ -19,8 +19,8 @@ use wasmtime::{
 };
 
 use crate::{
-    CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunOutcome,
-    SandboxConfig,
+    CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunArgs, RunFuture,
+    RunOutcome, SLICE_FUEL, SandboxConfig,
     backend::{Backend, CompiledModule, ExportKind, check_interface, is_valid_cache_key},
     run::{self, EngineEnd, MemoryLimiter},
     wasi::{self, Stop, WasiCtx},
@@ -31,6 +31,8 @@ const BACKEND: &str = "wasmtime";
 pub(crate) const TICK: Duration = Duration::from_millis(10);
 /// The most memory one instance may have with the pooling allocator.
 const POOL_MEMORY_BYTES: usize = 1 << 30;
+/// How much of each pooled memory stays mapped between calls.
+const KEEP_RESIDENT_BYTES: usize = 16 << 20;
 
 pub(crate) struct StoreData {
     pub(crate) wasi: WasiCtx,
@@ -98,11 +100,14 @@ impl WasmtimeBackend {
                 .total_memories(n)
                 .total_tables(n)
                 .max_memory_size(POOL_MEMORY_BYTES)
-                .table_elements(MemoryLimiter::TABLE_ELEMENTS);
+                .table_elements(MemoryLimiter::TABLE_ELEMENTS)
+                .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+                .table_keep_resident(KEEP_RESIDENT_BYTES)
+                .pagemap_scan(wasmtime::Enabled::Auto);
             wt.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = Engine::new(&wt).map_err(engine_error)?;
-        let linker = Arc::new(linker(&engine)?);
+        let linker = Arc::new(linker(&engine, Calls::Async)?);
 
         let stop = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();
@@ -241,6 +246,26 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()
     Ok(())
 }
 
+/// Pends once (waking its waker at once), then is ready: a yield point before a host
+/// function that may block.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
 /// Calls `f` with the WASI state and the guest's memory.
 fn with_memory<R>(
     caller: &mut Caller<'_, StoreData>,
@@ -257,7 +282,27 @@ fn with_memory<R>(
     f(&mut data.wasi, mem).map_err(wasmtime::Error::new)
 }
 
-pub(crate) fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
+/// How a [`linker`]'s host functions run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Calls {
+    /// Driven as futures (`call_async`): the functions that may block for long yield first,
+    /// so that the caller can move the call to a thread where blocking is fine.
+    Async,
+    /// Called synchronously (`call`), as the pre-initializer does.
+    #[cfg_attr(
+        not(feature = "preinit"),
+        expect(dead_code, reason = "only the pre-initializer calls synchronously")
+    )]
+    Sync,
+}
+
+/// Whether a host function may block for long: a sleep, or a host service (a network call).
+fn may_block(module: &str, name: &str) -> bool {
+    (module == wasi::MODULE && name == "poll_oneoff")
+        || (module == wasi::host::MODULE && name == "call")
+}
+
+pub(crate) fn linker(engine: &Engine, calls: Calls) -> Result<Linker<StoreData>, Error> {
     let mut linker = Linker::new(engine);
     // One adapter for every host function: WASI's, then the host services' (`locara_host`).
     macro_rules! link {
@@ -265,14 +310,32 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<StoreData>, Error> {
             link!(@ wasi::MODULE, $f, wasi::$f, $($arg: $ty),*);
         };
         (@ $module:expr, $name:ident, $f:path, $($arg:ident: $ty:ty),*) => {
-            linker
-                .func_wrap($module, stringify!($name), |mut caller: Caller<'_, StoreData>, $($arg: $ty),*| {
-                    with_memory(&mut caller, |ctx, mem| {
-                        let result = $f(ctx, mem, $($arg),*);
-                        wasi::finish(ctx, result)
+            if calls == Calls::Async && may_block($module, stringify!($name)) {
+                linker
+                    .func_wrap_async(
+                        $module,
+                        stringify!($name),
+                        |mut caller: Caller<'_, StoreData>, ($($arg,)*): ($($ty,)*)| {
+                            Box::new(async move {
+                                YieldOnce(false).await;
+                                with_memory(&mut caller, |ctx, mem| {
+                                    let result = $f(ctx, mem, $($arg),*);
+                                    wasi::finish(ctx, result)
+                                })
+                            })
+                        },
+                    )
+                    .map_err(engine_error)?;
+            } else {
+                linker
+                    .func_wrap($module, stringify!($name), |mut caller: Caller<'_, StoreData>, $($arg: $ty),*| {
+                        with_memory(&mut caller, |ctx, mem| {
+                            let result = $f(ctx, mem, $($arg),*);
+                            wasi::finish(ctx, result)
+                        })
                     })
-                })
-                .map_err(engine_error)?;
+                    .map_err(engine_error)?;
+            }
         };
     }
     macro_rules! link_host {
@@ -324,6 +387,7 @@ impl Backend for WasmtimeBackend {
     }
 }
 
+#[derive(Clone)]
 struct WasmtimeModule {
     engine: Engine,
     pre: InstancePre<StoreData>,
@@ -373,6 +437,35 @@ impl CompiledModule for WasmtimeModule {
         caps: &Capabilities,
         cancel: &CancelToken,
     ) -> Result<RunOutcome, Error> {
+        // Some host functions are async (they yield before blocking), so every call is driven
+        // as a future; here, to its end on this thread.
+        crate::block_on(self.call(input, limits, caps, cancel))
+    }
+
+    fn start(&self, call: RunArgs) -> Result<RunFuture, Box<RunArgs>> {
+        let module = self.clone();
+        Ok(Box::pin(async move {
+            let RunArgs {
+                input,
+                limits,
+                caps,
+                cancel,
+            } = call;
+            module.call(&input, &limits, &caps, &cancel).await
+        }))
+    }
+}
+
+impl WasmtimeModule {
+    /// One call, from preparing the guest's world to the outcome. It yields every
+    /// [`SLICE_FUEL`] of fuel, and before a host function that may block (see [`linker`]).
+    async fn call(
+        &self,
+        input: &[u8],
+        limits: &Limits,
+        caps: &Capabilities,
+        cancel: &CancelToken,
+    ) -> Result<RunOutcome, Error> {
         let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root, cancel)?;
         let data = StoreData {
             wasi,
@@ -384,6 +477,9 @@ impl CompiledModule for WasmtimeModule {
         let mut store = Store::new(&self.engine, data);
         store.limiter(|data| &mut data.memory);
         store.set_fuel(limits.fuel).map_err(engine_error)?;
+        store
+            .fuel_async_yield_interval(Some(SLICE_FUEL))
+            .map_err(engine_error)?;
         // At every tick, wherever the guest is: stop it if the call was cancelled or is past
         // its deadline, else let it run one more tick.
         store.epoch_deadline_callback(|mut store| {
@@ -396,14 +492,14 @@ impl CompiledModule for WasmtimeModule {
         });
         store.set_epoch_deadline(1);
 
-        let end = match self.pre.instantiate(&mut store) {
+        let end = match self.pre.instantiate_async(&mut store).await {
             Ok(instance) => {
                 let start = instance
                     .get_typed_func::<(), ()>(&mut store, "_start")
                     .map_err(|e| Error::NotACommand {
                         message: format!("{e:#}"),
                     })?;
-                match start.call(&mut store, ()) {
+                match start.call_async(&mut store, ()).await {
                     Ok(()) => EngineEnd::Returned,
                     Err(error) => {
                         end_of(&error).unwrap_or_else(|| EngineEnd::Trap(format!("{error:#}")))
