@@ -62,10 +62,10 @@ pub fn too_deep(value: &Value, max: usize) -> Option<String> {
 /// [`ExecError::InvalidInput`] with one `max_depth` violation at the first level too deep.
 /// Checked before anything recursive touches the arguments (the pipeline's `ValidateInput`,
 /// the facade's chain binding).
-pub fn refuse_too_deep(tool: &str, arguments: &Value) -> Option<ExecError> {
+pub fn refuse_too_deep(tool: &dyn std::fmt::Display, arguments: &Value) -> Option<ExecError> {
     let pointer = too_deep(arguments, MAX_JSON_DEPTH)?;
     Some(ExecError::InvalidInput {
-        tool: tool.to_owned(),
+        tool: tool.to_string(),
         violations: vec![SchemaViolation {
             pointer,
             constraint: "max_depth".to_owned(),

@@ -33,6 +33,6 @@ impl Schema {
     ///
     /// Returns [`ExecError::InvalidInput`], naming `tool`, with every violation found.
     pub fn check_input(&self, tool: &str, arguments: &Value) -> Result<(), ExecError> {
-        schema::check_input(tool, &self.0, arguments)
+        schema::check_input(&tool, &self.0, arguments)
     }
 }

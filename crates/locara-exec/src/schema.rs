@@ -73,7 +73,7 @@ pub(crate) fn compile(
 /// What `ValidateInput` decides for `arguments` of `tool`: `Ok`, or
 /// [`ExecError::InvalidInput`] with every violation found.
 pub(crate) fn check_input(
-    tool: &str,
+    tool: &dyn std::fmt::Display,
     validator: &Validator,
     arguments: &Value,
 ) -> Result<(), ExecError> {
@@ -82,7 +82,7 @@ pub(crate) fn check_input(
         Ok(())
     } else {
         Err(ExecError::InvalidInput {
-            tool: tool.to_owned(),
+            tool: tool.to_string(),
             violations,
         })
     }

@@ -38,7 +38,13 @@ impl Digest {
     /// The digest as 64 lowercase hex characters.
     #[must_use]
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(64);
+        for byte in self.0 {
+            hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+        }
+        hex
     }
 
     /// The raw 32 bytes.
@@ -50,8 +56,7 @@ impl Digest {
     /// The digest in the manifest's wire form.
     #[must_use]
     pub fn to_sha256_hex(&self) -> Sha256Hex {
-        Sha256Hex::new(self.to_hex())
-            .unwrap_or_else(|e| unreachable!("hex::encode gave bad hex: {e}"))
+        Sha256Hex::new(self.to_hex()).unwrap_or_else(|e| unreachable!("to_hex gave bad hex: {e}"))
     }
 }
 

@@ -67,9 +67,9 @@ where
 /// Applies the composition rule to one call.
 pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecError> {
     let manifest = call.tool.manifest();
-    let tool = manifest.tool_ref().to_string();
+    // The tool's name is only written out when a call is refused.
     let denied = |capability: String, reason: String| ExecError::CapabilityDenied {
-        tool: tool.clone(),
+        tool: manifest.tool_ref().to_string(),
         capability,
         reason,
     };

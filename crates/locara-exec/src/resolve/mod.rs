@@ -65,7 +65,7 @@ impl Resolver for Registry {
 pub struct Resolve<S> {
     inner: S,
     resolver: Arc<dyn Resolver>,
-    verified: Arc<Mutex<HashMap<String, Verified>>>,
+    verified: Arc<Mutex<HashMap<ToolRef, Verified>>>,
 }
 
 /// A verified tool and the directory of its verified models.
@@ -116,11 +116,10 @@ where
                 let resolved = ResolvedCall::new(tool, call.arguments, call.workspace);
                 return inner.call(resolved).await;
             }
-            let key = call.tool.to_string();
             let cached = verified
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .get(&key)
+                .get(&call.tool)
                 .cloned();
             let (artifact, models) = match cached {
                 Some(verified) => verified,
@@ -136,7 +135,7 @@ where
                     verified
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(key, found.clone());
+                        .insert(call.tool.clone(), found.clone());
                     found
                 }
             };

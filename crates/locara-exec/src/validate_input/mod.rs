@@ -59,7 +59,8 @@ where
     }
 
     fn call(&mut self, mut call: ResolvedCall) -> CallFuture {
-        let tool = call.tool.manifest().tool_ref().to_string();
+        // The tool's name is only written out when the arguments are refused.
+        let tool = ToolName(call.tool.manifest());
         if let Some(error) = refuse_too_deep(&tool, &call.arguments) {
             drop_deep(std::mem::take(&mut call.arguments));
             return Box::pin(async move { Err(error) });
@@ -72,5 +73,14 @@ where
             Ok(()) => Box::pin(self.inner.call(call)),
             Err(error) => Box::pin(async move { Err(error) }),
         }
+    }
+}
+
+/// Writes a manifest's `id@version`, built only when it is written.
+struct ToolName<'a>(&'a locara_manifest::ToolManifest);
+
+impl std::fmt::Display for ToolName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.tool_ref().fmt(f)
     }
 }
