@@ -28,9 +28,14 @@
 //! never comes. Each new thread added about 100 KiB of RSS in our runs. With the pool capped at
 //! 4 threads (`max_blocking_threads`), RSS stayed within 0.1 MiB over 200,000 calls.
 //!
-//! The two callers are two worker threads sharing one `Locara` (it is `Send + Sync`), each
-//! driving its calls with `block_on` on a shared 2-worker tokio runtime; each call's sandbox run
-//! goes to tokio's blocking pool, so two calls execute wasm at once.
+//! The two callers are two threads sharing one `Locara` (it is `Send + Sync`), each driving its
+//! calls with `block_on` on a shared 2-worker tokio runtime; a call that ends within its first
+//! slice runs on its caller's thread, a longer one on tokio's blocking pool, so two calls
+//! execute wasm at once either way.
+//!
+//! `LOCARA_LOAD_MODE=chunk` is the throughput mode: every call is the pipeline bench's short
+//! `text.chunk`, and with `--features floor` raw Wasmtime floors then make as many calls on two
+//! threads, their calls/s printed beside the facade's.
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
 
@@ -789,13 +794,16 @@ mod floor {
             ..pooling
         };
         println!("throughput, {calls} calls of text.chunk (short text), 2 in flight:");
-        println!("  Locara::run (facade, Wasmtime)                  {facade:>9.0} calls/s");
+        println!(
+            "  {:<75} {facade:>7.0} calls/s",
+            "Locara::run (facade, Wasmtime)"
+        );
         for config in [pooling, like_for_like] {
             let floor = RawFloor::new(&wasm, config).map_err(|e| format_err!("raw floor: {e}"))?;
             let throughput = run(&floor, &stdin, calls)?;
             println!(
-                "  raw wasmtime floor, {:<28} {throughput:>9.0} calls/s (facade/floor {:.2}x)",
-                config.describe(),
+                "  {:<75} {throughput:>7.0} calls/s (facade/floor {:.2}x)",
+                format!("raw wasmtime floor, {}", config.describe()),
                 facade / throughput
             );
         }
