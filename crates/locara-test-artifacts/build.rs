@@ -25,10 +25,11 @@ fn main() {
     for dir in ["crates/locara-tools-builtin", "crates/locara-test-guests"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
-    println!(
-        "cargo:rerun-if-changed={}",
-        root.join("Cargo.lock").display()
-    );
+    // The lockfile pins the guests' dependencies; the root manifest holds the `tools` profile
+    // they are built with.
+    for file in ["Cargo.lock", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", root.join(file).display());
+    }
 
     ensure_target();
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());

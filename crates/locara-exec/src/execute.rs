@@ -146,12 +146,17 @@ impl Execute {
                 max_bytes: usize::try_from(limits.output_bytes).unwrap_or(usize::MAX),
             }));
         }
-        let mut arguments = call.arguments.clone();
-        for (name, bytes) in stage_blobs(manifest, &mut arguments)? {
-            caps = caps.with_temp_file(format!("in/{name}"), bytes);
+        // Only a tool with file arguments has its arguments rewritten (and so copied).
+        let input = if file_arguments(manifest).next().is_some() {
+            let mut arguments = call.arguments.clone();
+            for (name, bytes) in stage_blobs(manifest, &mut arguments)? {
+                caps = caps.with_temp_file(format!("in/{name}"), bytes);
+            }
+            serde_json::to_vec(&arguments)
+        } else {
+            serde_json::to_vec(&call.arguments)
         }
-        let input =
-            serde_json::to_vec(&arguments).map_err(|e| ExecError::Cancelled(e.to_string()))?;
+        .map_err(|e| ExecError::Cancelled(e.to_string()))?;
         Ok((
             RunArgs {
                 input,
