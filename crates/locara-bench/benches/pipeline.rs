@@ -1,9 +1,10 @@
 //! Per-call latency of `text.chunk` on a small input: through Locara's whole pipeline on each
-//! engine, next to the raw Wasmtime instantiate-and-call floor for the same module and the cost
+//! engine, next to the raw Wasmtime instantiate-and-call floor for the same module, a peer
+//! runtime (Extism running the same chunking as a plugin, fresh per call and reused) and the cost
 //! of spawning `/bin/true`, all measured in this one process.
 //!
-//! Run with `cargo bench -p locara-bench --features floor --bench pipeline` (without the
-//! feature, the floor rows are skipped). Under `cargo test` (no `--bench` argument) it makes a
+//! Run with `cargo bench -p locara-bench --features floor,extism --bench pipeline` (without a
+//! feature, its rows are skipped). Under `cargo test` (no `--bench` argument) it makes a
 //! few calls of each, as a smoke test. The measurements are interleaved in rounds, after a
 //! warm-up, so that a change in the machine's load (other builds on a shared machine) hits every
 //! row alike.
@@ -30,6 +31,7 @@ struct Plan {
     wasmtime: usize,
     wasmi: usize,
     floor: usize,
+    extism: usize,
     spawn: usize,
 }
 
@@ -39,6 +41,7 @@ const BENCH: Plan = Plan {
     wasmtime: 2000,
     wasmi: 300,
     floor: 2000,
+    extism: 2000,
     spawn: 300,
 };
 const SMOKE: Plan = Plan {
@@ -47,6 +50,7 @@ const SMOKE: Plan = Plan {
     wasmtime: 3,
     wasmi: 2,
     floor: 3,
+    extism: 3,
     spawn: 2,
 };
 
@@ -69,6 +73,8 @@ fn main() -> Result<()> {
     let mut spawn = Vec::new();
     let floors = floor::Floors::new()?;
     let mut floor_samples = vec![Vec::new(); floors.len()];
+    let mut peer = peer::Extism::new()?;
+    let mut peer_samples = vec![Vec::new(); peer::Extism::ROWS.len()];
 
     // Warm up: the first call compiles (and caches) the module, the schemas and the tool's
     // verification; the rest warm the allocators and the caches.
@@ -81,6 +87,11 @@ fn main() -> Result<()> {
         &mut Vec::new(),
     )?;
     floors.run(&stdin, plan.warmup, &mut vec![Vec::new(); floors.len()])?;
+    peer.run(
+        &stdin,
+        plan.warmup,
+        &mut vec![Vec::new(); peer_samples.len()],
+    )?;
     spawn_true(plan.warmup.div_ceil(10), &mut Vec::new())?;
 
     for _ in 0..plan.rounds {
@@ -92,6 +103,7 @@ fn main() -> Result<()> {
             &mut pipeline_wasmtime,
         )?;
         floors.run(&stdin, plan.floor / plan.rounds, &mut floor_samples)?;
+        peer.run(&stdin, plan.extism / plan.rounds, &mut peer_samples)?;
         pipeline(
             &rt,
             &on_wasmi,
@@ -115,6 +127,11 @@ fn main() -> Result<()> {
         .zip(&floor_samples)
         .map(|(name, samples)| row(name, samples))
         .collect();
+    let peer_rows: Vec<Row> = peer::Extism::ROWS
+        .iter()
+        .zip(&peer_samples)
+        .map(|(name, samples)| row(name, samples))
+        .collect();
 
     let mut ratios = Vec::new();
     // The issue's first target, against each floor (the pooling one is like for like: the
@@ -132,9 +149,14 @@ fn main() -> Result<()> {
         ratios.push(Ratio::of(&wasmtime_row, floor, None));
     }
     ratios.push(Ratio::of(&wasmi_row, &wasmtime_row, None));
+    // Side by side with a peer, for information: Locara's call against Extism's, fresh and reused.
+    for extism in &peer_rows {
+        ratios.push(Ratio::of(&wasmtime_row, extism, None));
+    }
 
     let mut rows = vec![wasmtime_row, wasmi_row];
     rows.extend(floor_rows);
+    rows.extend(peer_rows);
     rows.push(spawn_row);
 
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
@@ -147,10 +169,11 @@ fn main() -> Result<()> {
         );
     } else {
         println!(
-            "smoke test (run `cargo bench -p locara-bench --features floor --bench pipeline` to measure)"
+            "smoke test (run `cargo bench -p locara-bench --features floor,extism --bench pipeline` to measure)"
         );
     }
     println!("{}", floors.note());
+    println!("{}", peer.note());
     println!();
     // A few calls say nothing about the targets.
     let ratios = if bench { ratios } else { Vec::new() };
@@ -333,6 +356,114 @@ mod floor {
 
         pub(super) fn run(
             &self,
+            _stdin: &[u8],
+            _n: usize,
+            _samples: &mut [Vec<Duration>],
+        ) -> Result<()> {
+            Ok(())
+        }
+    }
+}
+
+#[cfg(feature = "extism")]
+mod peer {
+    //! The peer: Extism (the `extism` host SDK, on its own Wasmtime) running `text.chunk`'s
+    //! chunking as a plugin, on the same input, with the same output check.
+
+    use std::time::Instant;
+
+    use anyhow::{Context as _, Result, format_err};
+    use locara_bench::{EXTISM_PLUGIN, ExtismChunker, check_chunks};
+
+    use super::{Duration, MAX_CHARS, TEXT};
+
+    pub(super) struct Extism {
+        chunker: ExtismChunker,
+    }
+
+    impl Extism {
+        /// The rows, in the order [`Extism::run`] fills the samples.
+        pub(super) const ROWS: [&'static str; 2] = [
+            "extism 1.30, fresh plugin per call",
+            "extism 1.30, one plugin reused",
+        ];
+
+        /// Compiles the plugin the build script built.
+        pub(super) fn new() -> Result<Extism> {
+            let wasm =
+                std::fs::read(EXTISM_PLUGIN).with_context(|| format!("reading {EXTISM_PLUGIN}"))?;
+            let chunker =
+                ExtismChunker::new(&wasm).map_err(|e| format_err!("extism plugin: {e}"))?;
+            Ok(Extism { chunker })
+        }
+
+        pub(super) fn note(&self) -> &'static str {
+            "extism: the `extism` 1.30.0 crate (its own wasmtime 43) hosting a plugin built with \
+             extism-pdk for wasm32-wasip1 from text.chunk's own source, WASI on, compiled once; \
+             fresh: Plugin::new_from_compiled + call(\"chunk\", arguments' JSON) + drop per call; \
+             reused: call on one plugin (its instance and memory kept between calls)."
+        }
+
+        /// Makes `n` calls on a fresh plugin each, then `n` on the reused one; every output is
+        /// checked.
+        pub(super) fn run(
+            &mut self,
+            stdin: &[u8],
+            n: usize,
+            samples: &mut [Vec<Duration>],
+        ) -> Result<()> {
+            let [fresh, reused] = samples else {
+                unreachable!("one sample list per row")
+            };
+            for _ in 0..n {
+                let started = Instant::now();
+                let output = self.chunker.call_fresh(stdin);
+                fresh.push(checked(started, output, Self::ROWS[0])?);
+            }
+            for _ in 0..n {
+                let started = Instant::now();
+                let output = self.chunker.call_reused(stdin);
+                reused.push(checked(started, output, Self::ROWS[1])?);
+            }
+            Ok(())
+        }
+    }
+
+    /// The time since `started`, once `output` is known to be the right chunks.
+    fn checked(started: Instant, output: Result<Vec<u8>, String>, name: &str) -> Result<Duration> {
+        let elapsed = started.elapsed();
+        let output = output.map_err(|e| format_err!("{name}: {e}"))?;
+        let output = serde_json::from_slice(&output)
+            .with_context(|| format!("{name}: the output is not JSON"))?;
+        check_chunks(&output, TEXT, MAX_CHARS).map_err(|e| format_err!("{name}: {e}"))?;
+        Ok(elapsed)
+    }
+}
+
+#[cfg(not(feature = "extism"))]
+mod peer {
+    //! Without the `extism` feature there is no peer to measure.
+
+    use anyhow::Result;
+
+    use super::Duration;
+
+    pub(super) struct Extism;
+
+    impl Extism {
+        /// No rows.
+        pub(super) const ROWS: [&'static str; 0] = [];
+
+        pub(super) fn new() -> Result<Extism> {
+            Ok(Extism)
+        }
+
+        pub(super) fn note(&self) -> &'static str {
+            "extism: NOT measured (built without `--features extism`)"
+        }
+
+        pub(super) fn run(
+            &mut self,
             _stdin: &[u8],
             _n: usize,
             _samples: &mut [Vec<Duration>],

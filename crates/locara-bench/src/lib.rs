@@ -12,9 +12,12 @@
 //! running the same module (the floor), and spawning `/bin/true`. It prints p50, p99 and mean
 //! per call, and the targets as ratios measured in that same run: the Wasmtime pipeline
 //! at most 3× the raw floor, and at least 50× faster than the spawn.
-//! Without `--features floor` the floor rows are skipped (so that `cargo test --workspace` never
-//! compiles `wasmtime-wasi`); under `cargo test` (no `--bench` argument) it runs a few calls of
-//! each as a smoke test.
+//! With `--features extism` it also runs the same chunking as an Extism plugin (built from
+//! `extism-plugin/` by the build script) under the `extism` host SDK, a fresh plugin per call and
+//! one plugin reused, and prints Locara's Wasmtime pipeline p50 over each.
+//! Without `--features floor` (`extism`) the floor (Extism) rows are skipped, so that
+//! `cargo test --workspace` never compiles `wasmtime-wasi` or a second Wasmtime; under
+//! `cargo test` (no `--bench` argument) it runs a few calls of each as a smoke test.
 //!
 //! `benches/stages.rs` (`--bench stages`) breaks a call down: the same call at each depth of the
 //! stack, the pieces around the wasm run alone, and raw-Wasmtime variants one setting at a time.
@@ -36,11 +39,14 @@
 //!
 //! This library holds what the benchmarks need besides Locara: percentiles, the output check
 //! (so that a failing call is never what gets measured), the tables, the `/proc` sampling of
-//! the load driver, and, with the `floor` feature, the raw embedder. Unlike every runtime crate
-//! but `locara-sandbox`, it names `wasmtime`, on purpose: the floor is what an embedder gets
-//! without Locara. No `wasmtime` type appears in its API.
+//! the load driver, with the `floor` feature the raw embedder, and with the `extism` feature the
+//! Extism host of the peer plugin. Unlike every runtime crate but `locara-sandbox`, it names
+//! `wasmtime`, on purpose: the floor is what an embedder gets without Locara. No `wasmtime` or
+//! `extism` type appears in its API.
 
 mod check;
+#[cfg(feature = "extism")]
+mod extism;
 #[cfg(feature = "floor")]
 mod floor;
 mod process;
@@ -59,6 +65,8 @@ pub const MAX_CHARS: usize = 80;
 /// The tool both benches call.
 pub const TOOL: &str = "text.chunk";
 
+#[cfg(feature = "extism")]
+pub use crate::extism::{EXTISM_PLUGIN, ExtismChunker};
 #[cfg(feature = "floor")]
 pub use crate::floor::{FloorConfig, RawFloor};
 pub use crate::{
