@@ -17,12 +17,22 @@
 //! a flipped byte, a truncated file, a FIFO) is a miss, and the module is compiled again and
 //! the entry rewritten. Entries are only ever written whole, to a temporary file renamed into
 //! place, never modified in place, so the file a handle maps stays the file that was checked.
+//!
+//! The checksum is computed once per version of an entry's file, not once per process: after
+//! an entry's code matched its checksum, its [`Stamp`] (device, inode, size, `mtime`, `ctime`)
+//! is recorded beside it (`<entry>.verified`, with the checksum), and a later open that finds
+//! the same stamp and checksum skips the hash. The kernel sets `ctime` to the current time on
+//! every write, truncation, rename over or `utimes`, and nothing sets it to a chosen value, so
+//! a file changed in any way since it was hashed has another stamp. Timestamps are coarse (a
+//! clock tick), so a stamp is only recorded, and only trusted, once its `ctime` is [`SETTLE`]
+//! older than the moment the file was opened: any change after that gets a later `ctime`.
 
 use std::{
     fs::File,
-    io::Write as _,
-    os::unix::fs::FileExt as _,
+    io::{Read as _, Write as _},
+    os::unix::fs::{FileExt as _, MetadataExt as _},
     path::{Path, PathBuf},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 const MAGIC: &[u8; 8] = b"LCWASM02";
@@ -33,6 +43,10 @@ const MAX_KEY_BYTES: usize = 128;
 const MAX_ENTRY_BYTES: u64 = 2 << 30;
 /// How much of the code is hashed at a time.
 const CHUNK_BYTES: usize = 1 << 20;
+/// How long after a file's last change its stamp starts to be trusted: well above the
+/// coarsest timestamp granularity of the file systems a cache may be on (two seconds).
+pub(crate) const SETTLE: Duration = Duration::from_secs(3);
+const RECORD_FORMAT: &str = "locara-verified/1";
 
 /// The path of `key`'s entry in `dir`, for an engine whose compatibility hash is `engine`.
 pub(crate) fn path_of(dir: &Path, key: &str, engine: u64) -> PathBuf {
@@ -74,6 +88,7 @@ impl From<std::io::Error> for Miss {
 /// most [`MAX_ENTRY_BYTES`], with a trailer naming `key`, whose code hashes to the trailer's
 /// checksum. Returns the open handle (the one that was checked) to be mapped.
 pub(crate) fn open(path: &Path, key: &str) -> Result<File, Miss> {
+    let opened = SystemTime::now();
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     // `O_NONBLOCK`: a FIFO in the entry's place opens at once and is refused below, instead of
@@ -119,6 +134,13 @@ pub(crate) fn open(path: &Path, key: &str) -> Result<File, Miss> {
     }
     let code_len = len - fixed - usize::from(key_len);
 
+    // This version of the file was hashed before: the record of its stamp says so.
+    let stamp = Stamp::of(&meta);
+    let record = record_of(path);
+    if stamp.settled_before(opened) && recorded(&record) == Some(stamp.line(checksum)) {
+        return Ok(file);
+    }
+
     // The code, hashed a chunk at a time through the same handle.
     let mut hasher = blake3::Hasher::new();
     let mut chunk = vec![0; CHUNK_BYTES.min(code_len)];
@@ -134,7 +156,76 @@ pub(crate) fn open(path: &Path, key: &str) -> Result<File, Miss> {
             "checksum mismatch: the entry is corrupt or truncated",
         ));
     }
+    // Recorded only if the file did not change while it was hashed, and long enough ago.
+    if stamp.settled_before(opened)
+        && file.metadata().is_ok_and(|m| Stamp::of(&m) == stamp)
+        && let Err(error) = write(dir_of(path), &record, stamp.line(checksum).as_bytes())
+    {
+        tracing::warn!(path = %record.display(), %error, "could not record a verification");
+    }
     Ok(file)
+}
+
+/// The version of an open file: device, inode, size, `mtime` and `ctime` (seconds and
+/// nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp([i128; 7]);
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp([
+            i128::from(meta.dev()),
+            i128::from(meta.ino()),
+            i128::from(meta.size()),
+            i128::from(meta.mtime()),
+            i128::from(meta.mtime_nsec()),
+            i128::from(meta.ctime()),
+            i128::from(meta.ctime_nsec()),
+        ])
+    }
+
+    /// Whether the file's last change was at least [`SETTLE`] before `opened`.
+    fn settled_before(&self, opened: SystemTime) -> bool {
+        let Ok(opened) = opened.duration_since(UNIX_EPOCH) else {
+            return false;
+        };
+        let changed_ns = self.0[5] * 1_000_000_000 + self.0[6];
+        changed_ns + (SETTLE.as_nanos() as i128) < (opened.as_nanos() as i128)
+    }
+
+    /// The record of this version, whose code hashed to `checksum`.
+    fn line(&self, checksum: &[u8]) -> String {
+        let [dev, ino, size, mtime, mtime_ns, ctime, ctime_ns] = self.0;
+        let checksum: String = checksum.iter().map(|b| format!("{b:02x}")).collect();
+        format!(
+            "{RECORD_FORMAT} blake3:{checksum} dev:{dev} ino:{ino} size:{size} mtime:{mtime}.{mtime_ns:09} ctime:{ctime}.{ctime_ns:09}\n"
+        )
+    }
+}
+
+/// Where the stamp of the entry at `path` is recorded once its code matched its checksum.
+fn record_of(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".verified");
+    PathBuf::from(name)
+}
+
+fn dir_of(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}
+
+/// The record at `path`, if it is a regular file of at most 1 KiB of UTF-8.
+fn recorded(path: &Path) -> Option<String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(1024).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// Writes `entry` to `path` atomically: to a temporary file in `dir`, renamed into place.
@@ -182,5 +273,34 @@ mod tests {
             open(&dir.path().join("absent"), "key-a"),
             Err(Miss::Absent)
         ));
+    }
+
+    #[test]
+    fn an_entry_changed_after_its_version_was_recorded_is_hashed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        let code = vec![7u8; 2 * CHUNK_BYTES];
+        write(dir.path(), &path, &seal("key-a", &code)).unwrap();
+        assert!(open(&path, "key-a").is_ok());
+        assert!(
+            !record_of(&path).exists(),
+            "a version changed less than SETTLE ago is never recorded"
+        );
+        std::thread::sleep(SETTLE + Duration::from_millis(100));
+        assert!(open(&path, "key-a").is_ok());
+        assert!(record_of(&path).exists(), "the settled version is recorded");
+        assert!(open(&path, "key-a").is_ok());
+
+        // Changed in place, same size, its mtime put back: the ctime moved, so the record no
+        // longer applies, the code is hashed again and the entry refused.
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.write_all_at(&[8], CHUNK_BYTES as u64).unwrap();
+        file.set_modified(mtime).unwrap();
+        drop(file);
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+        assert!(
+            matches!(open(&path, "key-a"), Err(Miss::Refused(why)) if why.contains("checksum"))
+        );
     }
 }
