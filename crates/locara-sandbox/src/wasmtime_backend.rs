@@ -154,9 +154,10 @@ impl WasmtimeBackend {
                 // This entry was written below, by this engine configuration (its
                 // compatibility hash is in the file name), for the bytes `key` names;
                 // `compiled_cache::open` checked, through this very handle, that it was
-                // written for `key` and that its code matches its checksum, so a truncated,
-                // corrupted or misnamed entry (another module's code under this key) is never
-                // loaded. Entries are replaced by renaming a new file into place, never
+                // written for `key` and that its code matches its checksum (or that this very
+                // version of the file, whose ctime any change moves, did when it was hashed),
+                // so a truncated, corrupted or misnamed entry (another module's code under
+                // this key) is never loaded. Entries are replaced by renaming a new file into place, never
                 // written in place, so the mapped file keeps the checked bytes. The cache
                 // directory is the host's own, as trusted as its binary; Wasmtime still
                 // checks the header and refuses another version or configuration.
