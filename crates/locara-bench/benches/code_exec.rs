@@ -15,7 +15,9 @@
 //! (`Sandbox::compile` on a new sandbox: the entry's checksum, mapping it, linking); the first
 //! run of that module (creating its memory image) and a second one (warm, the sandbox alone).
 //! Last, the targets, from this run: Python cold ≤ 20 ms and warm ≤ 1 ms, JavaScript
-//! and Lua cold ≤ 10 ms.
+//! and Lua cold ≤ 10 ms, judged on wall time, each with the p50 of the process's CPU time over
+//! the same calls (`/proc/self/task/*/schedstat`): on a machine shared with other work, wall
+//! time includes the wait for a core, CPU time is the call's own work.
 //!
 //! Run with `cargo bench -p locara-bench --bench code_exec`. Under `cargo test` (no `--bench`
 //! argument) it makes a few calls of each, as a smoke test.
@@ -28,7 +30,7 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, ensure, format_err};
-use locara_bench::{Ratio, Row, Summary, render};
+use locara_bench::{Ratio, Row, Summary, cpu_time, render};
 use locara_facade::{BackendKind, Locara, LocaraConfig, RunRequest, ToolRef};
 use locara_sandbox::{Capabilities, Limits, RunStatus, Sandbox, SandboxConfig};
 use locara_test_artifacts::{SHARED_COMPILED_CACHE, TestHome};
@@ -140,22 +142,24 @@ fn main() -> Result<()> {
     // wrote age as a host's would have.
     std::thread::sleep(SETTLED);
     for language in languages {
-        let mut cold = Vec::new();
+        let (mut cold, mut cold_cpu) = (Vec::new(), Vec::new());
         for _ in 0..plan.cold {
-            let started = Instant::now();
+            let (started, cpu) = (Instant::now(), cpu_time()?);
             let locara = Locara::new(&config)?;
             call(&rt, &locara, language)?;
             cold.push(started.elapsed());
+            cold_cpu.push(cpu_time()?.saturating_sub(cpu));
         }
         let locara = Locara::new(&config)?;
         for _ in 0..plan.warmup {
             call(&rt, &locara, language)?;
         }
-        let mut warm = Vec::new();
+        let (mut warm, mut warm_cpu) = (Vec::new(), Vec::new());
         for _ in 0..plan.warm {
-            let started = Instant::now();
+            let (started, cpu) = (Instant::now(), cpu_time()?);
             call(&rt, &locara, language)?;
             warm.push(started.elapsed());
+            warm_cpu.push(cpu_time()?.saturating_sub(cpu));
         }
         let warm = Row {
             name: format!("{} warm", language.tool),
@@ -165,9 +169,21 @@ fn main() -> Result<()> {
             name: format!("{} cold", language.tool),
             summary: Summary::of(&cold),
         };
-        limits.push((cold.name.clone(), cold.summary.p50, language.cold_target));
+        let cold_cpu = Summary::of(&cold_cpu).p50;
+        limits.push((
+            cold.name.clone(),
+            cold.summary.p50,
+            cold_cpu,
+            language.cold_target,
+        ));
         if language.tool == "code-exec.python" {
-            limits.push((warm.name.clone(), warm.summary.p50, PYTHON_WARM_TARGET));
+            let warm_cpu = Summary::of(&warm_cpu).p50;
+            limits.push((
+                warm.name.clone(),
+                warm.summary.p50,
+                warm_cpu,
+                PYTHON_WARM_TARGET,
+            ));
         }
         stages.extend(cold_stages(&home, &config, language, plan.cold)?);
         match native(language, plan.native)? {
@@ -186,12 +202,17 @@ fn main() -> Result<()> {
     println!("\nthe cold call's stages, each timed alone on fresh objects:");
     print!("{}", render(&stages, &[]));
     println!();
-    for (name, p50, target) in limits {
+    // On a loaded machine wall time is the work plus the wait for a core; the process's CPU
+    // time over the same calls is the work alone, what the call takes on an idle machine.
+    for (name, p50, cpu_p50, target) in limits {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         println!(
-            "{name} p50 = {:.2} ms  target ≤ {} ms: {}",
-            p50.as_secs_f64() * 1e3,
+            "{name} p50 = {:.2} ms  target ≤ {} ms: {}  (CPU time p50 = {:.2} ms: {})",
+            ms(p50),
             target.as_millis(),
-            if p50 <= target { "met" } else { "NOT met" }
+            if p50 <= target { "met" } else { "NOT met" },
+            ms(cpu_p50),
+            if cpu_p50 <= target { "within" } else { "over" }
         );
     }
     Ok(())
