@@ -71,6 +71,6 @@ pub use crate::extism::{EXTISM_PLUGIN, ExtismChunker};
 pub use crate::floor::{FloorConfig, RawFloor};
 pub use crate::{
     check::check_chunks,
-    process::{ProcessSample, percent, render_samples, status_field},
+    process::{ProcessSample, cpu_time, percent, render_samples, status_field},
     report::{Ratio, Row, Summary, Target, render, render_latencies},
 };

@@ -71,6 +71,31 @@ pub fn status_field(status: &str, name: &str) -> Option<u64> {
     })
 }
 
+/// The CPU time this process's threads have run so far: the sum of the first field of
+/// `/proc/self/task/*/schedstat` (nanoseconds). A thread that exits takes its time with it, so
+/// the difference over an interval counts the threads alive at both ends.
+///
+/// Unlike wall time, it barely depends on what else the machine runs: on a loaded machine it is
+/// what an interval would take on an idle one (the work of a call, not its wait for a core).
+///
+/// # Errors
+/// When `/proc/self/task` cannot be read.
+pub fn cpu_time() -> io::Result<std::time::Duration> {
+    let mut nanos = 0u64;
+    for task in std::fs::read_dir("/proc/self/task")? {
+        // A thread that exited since the listing has no file any more.
+        let Ok(text) = std::fs::read_to_string(task?.path().join("schedstat")) else {
+            continue;
+        };
+        nanos += text
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Ok(std::time::Duration::from_nanos(nanos))
+}
+
 /// `part` as a percentage of `whole` (0 when `whole` is 0).
 pub fn percent(part: f64, whole: f64) -> f64 {
     if whole == 0.0 {

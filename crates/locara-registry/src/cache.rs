@@ -1,6 +1,9 @@
 //! The content-addressed artifact cache: `<cache>/sha256/<hex>`.
 //!
-//! Entries are written atomically and re-hashed on every load. A corrupt entry (changed bytes,
+//! Entries are written atomically and re-hashed on every load of a new version of the file: once
+//! an entry hashed correctly, its [`Stamp`] (device, inode, size, `mtime`, `ctime`) is recorded
+//! beside it (`<hex>.verified`), and a load that finds the same stamp on the opened file before
+//! and after reading it skips the hash (see [`crate::stamp`]). A corrupt entry (changed bytes,
 //! another size than the manifest pins, or not a regular file at all: a FIFO or a symlink to a
 //! device) is logged, removed and treated as missing, so the caller re-installs it from the
 //! registry's verified copy. Entries are read as every home file is: bounded by the pinned
@@ -8,9 +11,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use crate::error::io;
 use crate::fs::{self, ReadLimit};
+use crate::stamp::{self, Stamp};
 use crate::{Digest, Error};
 
 #[derive(Debug)]
@@ -27,15 +32,33 @@ impl Cache {
         self.dir.join("sha256").join(digest.to_hex())
     }
 
-    /// The cached bytes with this digest and size, re-hashed; `None` if absent or corrupt (then
-    /// removed). An entry that is not a regular file of exactly `size` bytes is corrupt too,
-    /// and is never read past `size` + 1 bytes.
+    /// Where the stamp of the entry last hashed correctly is recorded.
+    pub(crate) fn record_of(&self, digest: &Digest) -> PathBuf {
+        self.dir
+            .join("sha256")
+            .join(format!("{}.verified", digest.to_hex()))
+    }
+
+    /// The cached bytes with this digest and size, re-hashed unless this very version of the
+    /// file was hashed before; `None` if absent or corrupt (then removed). An entry that is not
+    /// a regular file of exactly `size` bytes is corrupt too, and is never read past `size` + 1
+    /// bytes.
     pub(crate) fn load(&self, digest: &Digest, size: u64) -> Result<Option<Arc<[u8]>>, Error> {
         let path = self.path_of(digest);
         let limit = ReadLimit::ARTIFACT.at_most(size);
+        let opened = SystemTime::now();
         let read = fs::open_regular(&path).and_then(|(file, meta)| {
             if meta.len() == size {
-                fs::read_from(file, &meta, &path, limit)
+                let bytes = fs::read_from(
+                    file.try_clone().map_err(io("read", &path))?,
+                    &meta,
+                    &path,
+                    limit,
+                )?;
+                // The stamp before and after the read: the same unless the file changed.
+                let after = file.metadata().map_err(io("read", &path))?;
+                let stamp = Some(Stamp::of(&meta)).filter(|s| *s == Stamp::of(&after));
+                Ok((bytes, stamp))
             } else {
                 Err(Error::SizeMismatch {
                     what: "cache entry",
@@ -45,8 +68,8 @@ impl Cache {
                 })
             }
         });
-        let bytes = match read {
-            Ok(bytes) => bytes,
+        let (bytes, stamp) = match read {
+            Ok(read) => read,
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(None);
             }
@@ -65,6 +88,14 @@ impl Cache {
             }
             Err(e) => return Err(e),
         };
+        let stamp = stamp.filter(|s| s.settled_before(opened));
+        let record = self.record_of(digest);
+        if let Some(stamp) = &stamp
+            && stamp::recorded(&record, digest, stamp)
+        {
+            tracing::debug!(path = %path.display(), "cache hit, this version already hashed");
+            return Ok(Some(bytes.into()));
+        }
         let found = Digest::of(&bytes);
         if found != *digest {
             tracing::warn!(
@@ -75,6 +106,9 @@ impl Cache {
             );
             remove_corrupt(&path)?;
             return Ok(None);
+        }
+        if let Some(stamp) = &stamp {
+            stamp::record(&record, digest, stamp);
         }
         tracing::debug!(path = %path.display(), "cache hit");
         Ok(Some(bytes.into()))

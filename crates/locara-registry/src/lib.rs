@@ -55,6 +55,7 @@ mod models;
 mod receipt;
 mod registry;
 mod signature;
+mod stamp;
 mod trust;
 mod verified;
 

@@ -324,6 +324,48 @@ fn corrupt_cache_entry_is_reinstalled() {
 }
 
 #[test]
+fn a_cache_entry_changed_after_its_version_was_recorded_is_hashed_again() {
+    let f = Fixture::new();
+    let published = f.publish("text.chunk", "0.1.0", &wasm("chunk"));
+    let tool = "text.chunk".parse().unwrap();
+    f.resolve("text.chunk").unwrap();
+    let cached = f.cache_path(&published.artifact_digest);
+    let record = cached.with_extension("verified");
+    assert!(
+        !record.exists(),
+        "a version changed less than SETTLE ago is never recorded"
+    );
+    std::thread::sleep(crate::stamp::SETTLE + std::time::Duration::from_millis(100));
+    assert_eq!(f.reopen().resolve(&tool).unwrap().wasm(), wasm("chunk"));
+    assert!(
+        record.exists(),
+        "the settled version was hashed and recorded"
+    );
+    assert_eq!(f.reopen().resolve(&tool).unwrap().wasm(), wasm("chunk"));
+
+    // Changed in place, to the same size, with its mtime put back: its ctime moved, so the
+    // record no longer applies; the entry is hashed, found corrupt, and replaced by the
+    // registry's verified copy.
+    let mtime = std::fs::metadata(&cached).unwrap().modified().unwrap();
+    flip_byte(&cached, 3);
+    let file = std::fs::File::options().write(true).open(&cached).unwrap();
+    file.set_modified(mtime).unwrap();
+    drop(file);
+    assert_eq!(
+        std::fs::metadata(&cached).unwrap().modified().unwrap(),
+        mtime
+    );
+    assert_eq!(f.reopen().resolve(&tool).unwrap().wasm(), wasm("chunk"));
+    assert_eq!(std::fs::read(&cached).unwrap(), wasm("chunk"));
+
+    // And with the registry's copy changed too, the tool is refused.
+    flip_byte(&cached, 3);
+    flip_byte(&published.artifact_path, 3);
+    let err = f.reopen().resolve(&tool).unwrap_err();
+    assert!(matches!(err, Error::HashMismatch { .. }), "{err:?}");
+}
+
+#[test]
 fn corrupt_cache_entry_and_artifact_is_refused() {
     let f = Fixture::new();
     let published = f.publish("text.chunk", "0.1.0", &wasm("chunk"));

@@ -15,7 +15,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
     ///
     /// `cache_key`, when given, must identify `wasm` uniquely (Locara passes the artifact's
     /// sha256, computed by the registry on these very bytes); a backend may use it to cache
-    /// compiled code on disk. It must be made of ASCII letters, digits, `-`, `_` and `.`.
+    /// compiled code on disk, and then use what it cached under that key without compiling
+    /// or validating `wasm` again. It must be made of ASCII letters, digits, `-`, `_` and `.`.
     ///
     /// ## Return value
     /// A module that can be run any number of times, concurrently, each run in a fresh

@@ -44,6 +44,8 @@ mod backend;
 mod beneath;
 mod cancel;
 mod caps;
+#[cfg(feature = "wasmtime")]
+mod compiled_cache;
 mod config;
 mod error;
 mod limits;

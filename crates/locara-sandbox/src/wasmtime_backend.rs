@@ -5,7 +5,7 @@
 
 use std::{
     hash::{Hash, Hasher},
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -22,6 +22,7 @@ use crate::{
     CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunArgs, RunFuture,
     RunOutcome, SLICE_FUEL, SandboxConfig,
     backend::{Backend, CompiledModule, ExportKind, check_interface, is_valid_cache_key},
+    compiled_cache,
     run::{self, EngineEnd, MemoryLimiter},
     wasi::{self, Stop, WasiCtx},
 };
@@ -135,6 +136,9 @@ impl WasmtimeBackend {
     }
 
     /// Loads the module from the disk cache, or compiles it and fills the cache.
+    ///
+    /// An entry is only ever written below, for bytes `key` names that compiled (and so were
+    /// valid), so a module loaded from the cache is not validated again.
     fn load(&self, wasm: &[u8], cache_key: Option<&str>) -> Result<Module, Error> {
         let invalid = |e: wasmtime::Error| Error::InvalidModule {
             message: format!("{e:#}"),
@@ -147,41 +151,41 @@ impl WasmtimeBackend {
         self.engine
             .precompile_compatibility_hash()
             .hash(&mut hasher);
-        let path = dir.join(format!("{key}-{:016x}.cwasm", hasher.finish()));
-        match read_cache_entry(&path) {
-            Ok(file) => match cache_entry::open(&file, key) {
-                Ok(compiled) => {
-                    // SAFETY: `deserialize` trusts its input to be `precompile_module` output of
-                    // a compatible engine. This entry was written below, by this engine
-                    // configuration (its compatibility hash is in the file name), for the bytes
-                    // `key` names; `cache_entry::open` checked that it was written for `key`
-                    // and that its checksum matches, so a truncated, corrupted or misnamed
-                    // entry (another module's code under this key) is never loaded. The cache
-                    // directory is the host's own, as trusted as its binary; Wasmtime still
-                    // checks the header and refuses another version or configuration.
-                    #[allow(
-                        unsafe_code,
-                        reason = "loading a precompiled module is unsafe by API; see SAFETY"
-                    )]
-                    let loaded = unsafe { Module::deserialize(&self.engine, compiled) };
-                    match loaded {
-                        Ok(module) => return Ok(module),
-                        Err(error) => {
-                            tracing::warn!(path = %path.display(), %error, "ignoring an unusable compiled-module cache entry")
-                        }
+        let path = compiled_cache::path_of(dir, key, hasher.finish());
+        match compiled_cache::open(&path, key) {
+            Ok(file) => {
+                // SAFETY: `deserialize_open_file` trusts the file to be `precompile_module`
+                // output of a compatible engine, and to stay unchanged while the module lives.
+                // This entry was written below, by this engine configuration (its
+                // compatibility hash is in the file name), for the bytes `key` names;
+                // `compiled_cache::open` checked, through this very handle, that it was
+                // written for `key` and that its code matches its checksum (or that this very
+                // version of the file, whose ctime any change moves, did when it was hashed),
+                // so a truncated, corrupted or misnamed entry (another module's code under
+                // this key) is never loaded. Entries are replaced by renaming a new file into place, never
+                // written in place, so the mapped file keeps the checked bytes. The cache
+                // directory is the host's own, as trusted as its binary; Wasmtime still
+                // checks the header and refuses another version or configuration.
+                #[allow(
+                    unsafe_code,
+                    reason = "loading a precompiled module is unsafe by API; see SAFETY"
+                )]
+                let loaded = unsafe { Module::deserialize_open_file(&self.engine, file) };
+                match loaded {
+                    Ok(module) => return Ok(module),
+                    Err(error) => {
+                        tracing::warn!(path = %path.display(), %error, "ignoring an unusable compiled-module cache entry")
                     }
                 }
-                Err(problem) => {
-                    tracing::warn!(path = %path.display(), %problem, "ignoring a compiled-module cache entry")
-                }
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "cannot read the compiled-module cache")
+            }
+            Err(compiled_cache::Miss::Absent) => {}
+            Err(compiled_cache::Miss::Refused(problem)) => {
+                tracing::warn!(path = %path.display(), %problem, "ignoring a compiled-module cache entry")
             }
         }
         let compiled = self.engine.precompile_module(wasm).map_err(invalid)?;
-        if let Err(error) = write_atomically(dir, &path, &cache_entry::seal(key, &compiled)) {
+        if let Err(error) = compiled_cache::write(dir, &path, &compiled_cache::seal(key, &compiled))
+        {
             tracing::warn!(path = %path.display(), %error, "could not write the compiled-module cache");
         }
         // SAFETY: `compiled` was produced by `precompile_module` on this very engine just above.
@@ -192,58 +196,6 @@ impl WasmtimeBackend {
         let module = unsafe { Module::deserialize(&self.engine, &compiled) };
         module.map_err(invalid)
     }
-}
-
-/// The on-disk format of a compiled-module cache entry: a header that names the key it was
-/// written for and a SHA-256 of the compiled code, then the code.
-///
-/// `magic (8) | key length (1) | key | sha256(code) (32) | code`
-mod cache_entry {
-    use sha2::{Digest as _, Sha256};
-
-    const MAGIC: &[u8; 8] = b"LCWASM01";
-
-    /// The entry for `code`, compiled from the module `key` names.
-    pub(super) fn seal(key: &str, code: &[u8]) -> Vec<u8> {
-        let mut entry = Vec::with_capacity(MAGIC.len() + 1 + key.len() + 32 + code.len());
-        entry.extend_from_slice(MAGIC);
-        // Keys are at most 128 bytes (`is_valid_cache_key`).
-        entry.push(u8::try_from(key.len()).unwrap_or(u8::MAX));
-        entry.extend_from_slice(key.as_bytes());
-        entry.extend_from_slice(&Sha256::digest(code));
-        entry.extend_from_slice(code);
-        entry
-    }
-
-    /// The compiled code in `entry`, if it was written for `key` and is intact.
-    pub(super) fn open<'a>(entry: &'a [u8], key: &str) -> Result<&'a [u8], String> {
-        let rest = entry
-            .strip_prefix(MAGIC)
-            .ok_or("not a Locara cache entry (bad magic)")?;
-        let (&len, rest) = rest.split_first().ok_or("truncated header")?;
-        let (written_for, rest) = rest
-            .split_at_checked(usize::from(len))
-            .ok_or("truncated header")?;
-        if written_for != key.as_bytes() {
-            return Err(format!(
-                "written for `{}`, not `{key}`",
-                String::from_utf8_lossy(written_for)
-            ));
-        }
-        let (checksum, code) = rest.split_at_checked(32).ok_or("truncated header")?;
-        if Sha256::digest(code).as_slice() != checksum {
-            return Err("checksum mismatch: the entry is corrupt or truncated".to_owned());
-        }
-        Ok(code)
-    }
-}
-
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// Pends once (waking its waker at once), then is ready: a yield point before a host
@@ -366,10 +318,7 @@ impl Backend for WasmtimeBackend {
         wasm: &[u8],
         cache_key: Option<&str>,
     ) -> Result<Box<dyn CompiledModule>, Error> {
-        // Validate before anything is compiled or cached.
-        Module::validate(&self.engine, wasm).map_err(|e| Error::InvalidModule {
-            message: format!("{e:#}"),
-        })?;
+        // Compiling validates the module (before anything is cached); a cached one was valid.
         let module = self.load(wasm, cache_key)?;
         check_module_interface(&module)?;
         let pre = self
@@ -534,29 +483,4 @@ impl WasmtimeModule {
             enforced,
         ))
     }
-}
-
-/// The most bytes a compiled-module cache entry may hold (CPython's is about 60 MiB).
-const MAX_CACHE_ENTRY_BYTES: u64 = 2 << 30;
-
-/// Reads a cache entry if it is a regular file of at most [`MAX_CACHE_ENTRY_BYTES`]: a FIFO,
-/// a device or a link to one in the cache directory is an error (the entry is then ignored and
-/// rewritten), never a read that blocks or exhausts memory.
-fn read_cache_entry(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let file = std::fs::File::open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_CACHE_ENTRY_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_CACHE_ENTRY_BYTES {
-        return Err(std::io::Error::other("larger than any compiled module"));
-    }
-    Ok(bytes)
 }
