@@ -170,7 +170,7 @@ fn a_long_thin_ragged_line_keeps_its_height() {
             rect.width().min(rect.height()),
         );
         assert!(
-            w >= length as f32 && h >= 6.0 && h <= 8.0,
+            w >= length as f32 && (6.0..=8.0).contains(&h),
             "{length} {slope}: {w}x{h}"
         );
         let grown = rect.expanded(0.01, 0.01);
