@@ -26,8 +26,8 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     // The lockfile pins the guests' dependencies; the root manifest holds the `tools` profile
-    // they are built with.
-    for file in ["Cargo.lock", "Cargo.toml"] {
+    // they are built with, and `.cargo/config.toml` their target features (`simd128`).
+    for file in ["Cargo.lock", "Cargo.toml", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(file).display());
     }
 

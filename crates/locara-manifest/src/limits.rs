@@ -15,7 +15,7 @@ const MIB: u64 = 1024 * 1024;
 /// | --- | --- | --- |
 /// | `memory_mb` | 256 | 1024 |
 /// | `wall_time_ms` | 30 000 | 300 000 |
-/// | `fuel` | 10⁹ | 10¹¹ |
+/// | `fuel` | 10⁹ | 10¹² |
 /// | `output_bytes` | 10 MiB | 100 MiB |
 /// | `max_fds` | 32 | 1024 |
 /// | `temp_mb` | 256 | 4096 |
@@ -32,11 +32,11 @@ pub struct LimitsSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "json-schema", schemars(range(min = 1, max = 300_000)))]
     pub wall_time_ms: Option<u64>,
-    /// Fuel (roughly, wasm instructions) per call (default 1e9, maximum 1e11).
+    /// Fuel (roughly, wasm instructions) per call (default 1e9, maximum 1e12).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "json-schema",
-        schemars(range(min = 1, max = 100_000_000_000_u64))
+        schemars(range(min = 1, max = 1_000_000_000_000_u64))
     )]
     pub fuel: Option<u64>,
     /// Most bytes the tool may write to stdout and stderr together (default 10 MiB, maximum 100 MiB).
@@ -65,8 +65,9 @@ impl LimitsSpec {
     pub const MAX_WALL_TIME_MS: u64 = 300_000;
     /// Default `fuel`.
     pub const DEFAULT_FUEL: u64 = 1_000_000_000;
-    /// Largest accepted `fuel`.
-    pub const MAX_FUEL: u64 = 100_000_000_000;
+    /// Largest accepted `fuel`: about two minutes of Wasmtime's time, within the largest wall
+    /// time. It was 1e11 (~11 s), less than one dense page of `ocr` needs (~5e11).
+    pub const MAX_FUEL: u64 = 1_000_000_000_000;
     /// Default `output_bytes` (10 MiB).
     pub const DEFAULT_OUTPUT_BYTES: u64 = 10 * MIB;
     /// Largest accepted `output_bytes` (100 MiB).

@@ -457,7 +457,7 @@ fn limits_resolve() {
         .with_temp_mb(LimitsSpec::MAX_TEMP_MB);
     assert_eq!(max.resolve().unwrap(), EffectiveLimits::MAX);
     let over = LimitsSpec::new().with_fuel(u64::MAX).with_max_fds(0);
-    expect![[r#"limit `fuel` is 18446744073709551615, above the maximum of 100000000000; lower it to at most 100000000000"#]]
+    expect!["limit `fuel` is 18446744073709551615, above the maximum of 1000000000000; lower it to at most 1000000000000"]
         .assert_eq(&over.resolve().unwrap_err().to_string());
     let clamped = over.resolve_clamped();
     assert_eq!((clamped.fuel, clamped.max_fds), (LimitsSpec::MAX_FUEL, 1));

@@ -806,6 +806,34 @@ backend_test!(a_start_function_runs_before_start, |kind| {
     assert_eq!(outcome.status, RunStatus::Exited(7));
 });
 
+backend_test!(simd_instructions_run_alike_on_both_engines, |kind| {
+    // The guests are built with `simd128`: both engines must accept and run v128 code. The
+    // exit code is computed with integer and float lanes, a shuffle and a lane extraction:
+    // (1,2,3,4) + (10,20,30,40) = (11,22,33,44); reversed by the shuffle, lane 0 is 44;
+    // f32x4 (1.5 × 2) lane 3 is 3, truncated and added: 47.
+    let wasm = wat::parse_str(
+        r#"(module
+            (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+            (memory (export "memory") 1)
+            (func (export "_start")
+                (local $v v128)
+                (local.set $v (i32x4.add (v128.const i32x4 1 2 3 4) (v128.const i32x4 10 20 30 40)))
+                (local.set $v (i8x16.shuffle 12 13 14 15 8 9 10 11 4 5 6 7 0 1 2 3
+                    (local.get $v) (local.get $v)))
+                (v128.store (i32.const 16) (local.get $v))
+                (call $exit (i32.add
+                    (i32x4.extract_lane 0 (v128.load (i32.const 16)))
+                    (i32.trunc_f32_s (f32x4.extract_lane 3
+                        (f32x4.mul (f32x4.splat (f32.const 1.5)) (f32x4.splat (f32.const 2)))))))))"#,
+    )
+    .unwrap();
+    let module = sandbox(kind).compile(&wasm, None).unwrap();
+    let outcome = module
+        .run(b"", &Limits::default(), &Capabilities::new())
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Exited(47));
+});
+
 backend_test!(cancelling_a_call_stops_it_and_cleans_up, |kind| {
     let root = tempfile::tempdir().unwrap();
     let module = isolated(kind, root.path());

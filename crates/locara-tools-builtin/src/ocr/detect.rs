@@ -8,7 +8,7 @@
 //! `DBPostProcess` with its `fast` score mode.
 
 use image::RgbImage;
-use rten_imageproc::{PointF, RetrievalMode, find_contours, min_area_rect};
+use rten_imageproc::{PointF, RetrievalMode, RotatedRect, Vec2, find_contours};
 use rten_tensor::prelude::*;
 use rten_tensor::{NdTensor, NdTensorView};
 
@@ -235,6 +235,97 @@ pub(crate) fn boxes_from_prob_map(prob: NdTensorView<'_, f32, 2>, params: &DetPa
         quads.push(Quad { pts, score });
     }
     quads
+}
+
+/// The smallest-area rectangle, at any angle, that contains `points`; `None` for no points.
+///
+/// The rectangle has a side on an edge of the points' convex hull (the exhaustive search of
+/// geometrictools.com's "Minimum-Area Rectangle"). This is not `rten_imageproc::min_area_rect`:
+/// for a long thin region, a text line of ~500×7 map pixels, its `f32` Graham scan can return a
+/// hull that is not convex, and it measures each candidate's height on one side of the edge
+/// only, so such a line came back about 1 pixel high and was dropped as too small (a whole
+/// line of a dense page lost). Here the hull is Andrew's monotone chain in `f64`, and each
+/// candidate spans the extreme projections on both sides of its edge.
+pub(crate) fn min_area_rect(points: &[PointF]) -> Option<RotatedRect> {
+    let hull = convex_hull(points);
+    let (&first, rest) = hull.split_first()?;
+    if rest.is_empty() {
+        let center = PointF::from_yx(first[1] as f32, first[0] as f32);
+        return Some(RotatedRect::new(center, Vec2::from_yx(1.0, 0.0), 0.0, 0.0));
+    }
+    let mut best: Option<(f64, RotatedRect)> = None;
+    for (i, &start) in hull.iter().enumerate() {
+        let end = hull[(i + 1) % hull.len()];
+        let (dx, dy) = (end[0] - start[0], end[1] - start[1]);
+        let length = dx.hypot(dy);
+        if length == 0.0 {
+            continue;
+        }
+        // The edge's direction and its perpendicular, unit length.
+        let (ux, uy) = (dx / length, dy / length);
+        let (vx, vy) = (-uy, ux);
+        let (mut min_u, mut max_u, mut min_v, mut max_v) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+        for p in &hull {
+            let (px, py) = (p[0] - start[0], p[1] - start[1]);
+            let (u, v) = (px * ux + py * uy, px * vx + py * vy);
+            min_u = min_u.min(u);
+            max_u = max_u.max(u);
+            min_v = min_v.min(v);
+            max_v = max_v.max(v);
+        }
+        let (width, height) = (max_u - min_u, max_v - min_v);
+        let area = width * height;
+        if best.as_ref().is_none_or(|(smallest, _)| area < *smallest) {
+            let (cu, cv) = ((min_u + max_u) / 2.0, (min_v + max_v) / 2.0);
+            let center = PointF::from_yx(
+                (start[1] + cu * uy + cv * vy) as f32,
+                (start[0] + cu * ux + cv * vx) as f32,
+            );
+            let up = Vec2::from_yx(vy as f32, vx as f32);
+            best = Some((
+                area,
+                RotatedRect::new(center, up, width as f32, height as f32),
+            ));
+        }
+    }
+    best.map(|(_, rect)| rect)
+}
+
+/// The convex hull of `points` as `[x, y]`, counter-clockwise in a y-up frame, without
+/// collinear points (Andrew's monotone chain, in `f64`).
+fn convex_hull(points: &[PointF]) -> Vec<[f64; 2]> {
+    let mut pts: Vec<[f64; 2]> = points
+        .iter()
+        .map(|p| [f64::from(p.x), f64::from(p.y)])
+        .collect();
+    pts.sort_by(|a, b| a[0].total_cmp(&b[0]).then(a[1].total_cmp(&b[1])));
+    pts.dedup();
+    if pts.len() < 3 {
+        return pts;
+    }
+    let cross = |o: [f64; 2], a: [f64; 2], b: [f64; 2]| {
+        (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+    };
+    let mut hull: Vec<[f64; 2]> = Vec::with_capacity(2 * pts.len());
+    for pass in 0..2 {
+        let start = hull.len();
+        let ordered: Box<dyn Iterator<Item = &[f64; 2]>> = if pass == 0 {
+            Box::new(pts.iter())
+        } else {
+            Box::new(pts.iter().rev())
+        };
+        for &p in ordered {
+            while hull.len() >= start + 2
+                && cross(hull[hull.len() - 2], hull[hull.len() - 1], p) <= 0.0
+            {
+                hull.pop();
+            }
+            hull.push(p);
+        }
+        // The last point of each half is the first of the other.
+        hull.pop();
+    }
+    hull
 }
 
 /// The mean of `prob` over the pixels whose centres lie in `rect` (with a small tolerance,

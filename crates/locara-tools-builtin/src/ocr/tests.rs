@@ -127,6 +127,62 @@ fn a_rotated_region_gives_a_rotated_box() {
     assert!(br[1] > tl[1]);
 }
 
+/// A long thin region with a ragged top and bottom, like a line of text at detection scale
+/// (about 490×7 map pixels on a 150-dpi page): the rectangle around it must hold every point
+/// and be as high as the line, not collapse to a sliver (which dropped whole lines of a page).
+#[test]
+fn a_long_thin_ragged_line_keeps_its_height() {
+    for (length, slope) in [(490usize, 0.0f32), (487, 0.004), (300, -0.01), (900, 0.002)] {
+        let rows = 40;
+        let mut map = NdTensor::<f32, 2>::full([rows, length + 20], 0.05);
+        for x in 0..length {
+            // Ascenders, descenders and gaps between words make the edges uneven.
+            let top = 15 + usize::from(x % 7 == 3) + usize::from(x % 13 == 5);
+            let bottom = 21 - usize::from(x % 11 == 2);
+            let shift = (slope * x as f32).round() as isize;
+            for y in top..=bottom {
+                let y = (y as isize + shift).clamp(0, rows as isize - 1) as usize;
+                map[[y, x + 10]] = 0.9;
+            }
+        }
+        let quads = detect::boxes_from_prob_map(map.view(), &DetParams::default());
+        assert_eq!(quads.len(), 1, "{length} {slope}: {quads:?}");
+        let (l, t, r, b) = quads[0].bounds();
+        assert!(r - l > length as f32, "{length} {slope}: {:?}", quads[0]);
+        assert!(
+            b - t > 7.0 && b - t < 25.0 + length as f32 * slope.abs(),
+            "{length} {slope}: {:?}",
+            quads[0]
+        );
+
+        let points: Vec<rten_imageproc::PointF> = (0..=length)
+            .flat_map(|x| {
+                let y = slope * x as f32;
+                [
+                    rten_imageproc::PointF::from_yx(y + 15.0 + (x % 5) as f32 * 0.2, x as f32),
+                    rten_imageproc::PointF::from_yx(y + 22.0 - (x % 3) as f32 * 0.3, x as f32),
+                ]
+            })
+            .collect();
+        let rect = detect::min_area_rect(&points).unwrap();
+        let (w, h) = (
+            rect.width().max(rect.height()),
+            rect.width().min(rect.height()),
+        );
+        assert!(
+            w >= length as f32 && (6.0..=8.0).contains(&h),
+            "{length} {slope}: {w}x{h}"
+        );
+        let grown = rect.expanded(0.01, 0.01);
+        for p in &points {
+            assert!(
+                grown.contains(*p),
+                "{length} {slope}: {p:?} outside {rect:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn corners_are_ordered_clockwise_from_top_left() {
     let shuffled = [[10.0, 20.0], [0.0, 0.0], [10.0, 0.0], [0.0, 20.0]];
