@@ -60,15 +60,10 @@ impl Execute {
     }
 
     fn compiled(&self, artifact: &VerifiedArtifact) -> Result<Compiled, ExecError> {
-        let key = *artifact.artifact_digest();
-        if let Some(compiled) = self
-            .compiled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Ok(compiled.clone());
+        if let Some(compiled) = self.compiled_already(artifact) {
+            return Ok(compiled);
         }
+        let key = *artifact.artifact_digest();
         // The hex digest is the sandbox's cache key: it names the bytes, verified by the registry.
         let compiled = self.sandbox.compile(artifact.wasm(), Some(&key.to_hex()))?;
         self.compiled
