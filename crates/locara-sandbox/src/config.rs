@@ -112,7 +112,8 @@ impl SandboxConfig {
         self
     }
 
-    /// How many instances may be alive at once with the pooling allocator.
+    /// How many instances may be alive at once with the pooling allocator (and so how many
+    /// fiber stacks the pool holds: every Wasmtime call runs on one).
     ///
     /// A call beyond that waits for no slot: it fails with a backend error, so size the pool to
     /// the host's concurrency. By default this is 32.
