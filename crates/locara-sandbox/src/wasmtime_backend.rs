@@ -99,8 +99,8 @@ impl WasmtimeBackend {
             let mut pool = PoolingAllocationConfig::default();
             // One fiber stack per instance that can be alive: calls run on fibers
             // (`call_async`). Wasmtime's default, 1000 stacks, makes the pool 1000 guard-page
-            // `mprotect`s (and as many mappings) to set up and tear down: most of a new
-            // sandbox's cost, and so of a new process's first call.
+            // `mprotect`s (and as many mappings) to set up and tear down: about half of
+            // `Locara::new`, and so of a new process's first call.
             pool.total_core_instances(n)
                 .total_stacks(n)
                 .total_memories(n)
