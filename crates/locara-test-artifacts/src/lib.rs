@@ -200,3 +200,19 @@ pub fn open_fds_under(dir: &Path) -> usize {
         .filter(|target| target.starts_with(&dir))
         .count()
 }
+
+/// Checks the error report of a call that looped for ever under a tool's own limits: it names
+/// the limit that stopped it, and its message names the same one. That is fuel or wall time,
+/// whichever the loop reaches first on this machine (code-exec.lua: 5e10 fuel, 10 s; a slow or
+/// loaded machine reaches the deadline first).
+pub fn assert_an_endless_loop_names_its_limit(report: &serde_json::Value) {
+    assert_eq!(report["code"], "limit_exceeded", "{report:#}");
+    let limit = report["limit"].as_str().unwrap_or_default();
+    assert!(matches!(limit, "fuel" | "wall_time"), "{report:#}");
+    assert!(
+        report["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("its {limit} limit"))),
+        "{report:#}"
+    );
+}
