@@ -4,130 +4,23 @@
 //! On failure it writes a one-line, actionable message to stderr and exits with
 //! 1 ([`ErrorKind::Failed`]) or 2 ([`ErrorKind::BadArgs`]).
 //!
-//! This module also maps user paths onto the guest's `/workspace` preopen.
+//! That much is `locara-pdk`'s, re-exported here; this module adds what the built-in tools
+//! share beyond it: it maps user paths onto the guest's `/workspace` preopen.
 //! It deliberately does not resolve `..`: jailing is the host's job.
 
-use std::fmt;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+pub use locara_pdk::{ErrorKind, ToolError, main_with, one_line, parse_args, to_output};
 
 #[cfg(test)]
 mod tests;
 
 /// Where the user-selected directory is mounted inside the guest.
 pub const WORKSPACE: &str = "/workspace";
-
-/// Why a tool did not produce a result; decides the exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The tool ran and failed (exit code 1), e.g. an I/O error.
-    Failed,
-    /// The arguments were unusable even though they passed the schema (exit code 2),
-    /// e.g. a missing file or an ambiguous edit.
-    BadArgs,
-}
-
-impl ErrorKind {
-    /// The process exit code for this kind of error.
-    pub fn exit_code(self) -> i32 {
-        match self {
-            ErrorKind::Failed => 1,
-            ErrorKind::BadArgs => 2,
-        }
-    }
-}
-
-/// A tool error: a kind and a one-line message written for the caller (usually an LLM).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError {
-    kind: ErrorKind,
-    message: String,
-}
-
-impl ToolError {
-    /// An error of the given kind.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
-        ToolError {
-            kind,
-            message: message.into(),
-        }
-    }
-
-    /// The tool ran and failed (exit code 1).
-    pub fn failed(message: impl Into<String>) -> ToolError {
-        ToolError::new(ErrorKind::Failed, message)
-    }
-
-    /// The arguments were unusable (exit code 2).
-    pub fn bad_args(message: impl Into<String>) -> ToolError {
-        ToolError::new(ErrorKind::BadArgs, message)
-    }
-
-    /// What kind of error this is.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// The message, as written to stderr.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for ToolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ToolError {}
-
-/// Runs a tool that needs no filesystem: stdin JSON in, stdout JSON out, then exits.
-///
-/// Bad JSON on stdin exits with code 2; a [`ToolError`] exits with its kind's code.
-///
-/// Returns the exit code for `main` to return, rather than calling `std::process::exit`: a
-/// successful `_start` then returns normally instead of through `proc_exit`, which the host
-/// would otherwise treat as an early stop (Wasmtime captures a backtrace for it).
-pub fn main_with(f: impl FnOnce(Value) -> Result<Value, ToolError>) -> ExitCode {
-    report_panics_as_tool_errors();
-    match read_input().and_then(f).and_then(write_output) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            write_error(&err);
-            ExitCode::from(err.kind().exit_code() as u8)
-        }
-    }
-}
-
-/// Makes a panic a one-line tool error (exit code 1) instead of a trap.
-///
-/// Tools are built with `panic = "abort"`, where a panic would end as an `unreachable` trap
-/// that the host can only report as a crash. A parser that panics on a malformed file (PDF
-/// parsers do) then reads as what it is: this input could not be handled.
-fn report_panics_as_tool_errors() {
-    std::panic::set_hook(Box::new(|info| {
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_owned());
-        let location = info
-            .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
-            .unwrap_or_default();
-        write_error(&ToolError::failed(format!(
-            "the tool failed on this input (internal error: {message}{location}); the file may be malformed or use a feature the tool does not support"
-        )));
-        std::process::exit(ErrorKind::Failed.exit_code());
-    }));
-}
 
 /// Like [`main_with`], for a tool that works on the workspace: passes [`tool_root`] along.
 ///
@@ -155,78 +48,6 @@ pub fn tool_root() -> PathBuf {
         return PathBuf::from(root);
     }
     PathBuf::from(WORKSPACE)
-}
-
-fn read_input() -> Result<Value, ToolError> {
-    let mut buf = Vec::new();
-    io::stdin()
-        .lock()
-        .read_to_end(&mut buf)
-        .map_err(|e| ToolError::failed(format!("cannot read the arguments from stdin: {e}")))?;
-    serde_json::from_slice(&buf)
-        .map_err(|e| ToolError::bad_args(format!("the arguments on stdin are not valid JSON: {e}")))
-}
-
-fn write_output(value: Value) -> Result<(), ToolError> {
-    let mut bytes = serde_json::to_vec(&value)
-        .map_err(|e| ToolError::failed(format!("cannot encode the result as JSON: {e}")))?;
-    bytes.push(b'\n');
-    let mut out = io::stdout().lock();
-    out.write_all(&bytes)
-        .and_then(|()| out.flush())
-        .map_err(|e| ToolError::failed(format!("cannot write the result to stdout: {e}")))
-}
-
-fn write_error(err: &ToolError) {
-    let line = one_line(err.message());
-    let mut stderr = io::stderr().lock();
-    // Nothing useful is left to do if stderr itself is broken.
-    let _ = writeln!(stderr, "{line}").and_then(|()| stderr.flush());
-}
-
-/// Collapses a possibly multi-line message into one line.
-pub(crate) fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Deserializes the tool's arguments, turning serde errors into [`ErrorKind::BadArgs`].
-///
-/// # Errors
-/// Returns a bad-arguments error naming the offending field.
-pub fn parse_args<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
-    if !input.is_object() {
-        return Err(ToolError::bad_args(format!(
-            "the arguments must be a JSON object, got {}",
-            json_type(&input)
-        )));
-    }
-    serde_json::from_value(input)
-        .map_err(|e| ToolError::bad_args(format!("invalid arguments: {e}")))
-}
-
-/// Serializes a tool's output.
-///
-/// # Errors
-/// Returns a failed error if the value cannot be represented as JSON (not expected).
-pub fn to_output<T: Serialize>(output: &T) -> Result<Value, ToolError> {
-    serde_json::to_value(output)
-        .map_err(|e| ToolError::failed(format!("cannot encode the result as JSON: {e}")))
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A user path resolved against the tool root.

@@ -3,9 +3,6 @@
 use std::io;
 use std::path::Path;
 
-use serde::Deserialize;
-use serde_json::json;
-
 use super::*;
 
 fn resolve(user: &str) -> Result<(String, String), ToolError> {
@@ -87,41 +84,6 @@ fn child_display_skips_the_dot() {
     assert!(!sub.is_root());
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[expect(dead_code, reason = "only deserialized")]
-struct Probe {
-    path: String,
-    #[serde(default)]
-    n: u32,
-}
-
-#[test]
-fn parse_args_reports_the_offending_field() {
-    let err = parse_args::<Probe>(json!({})).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::BadArgs);
-    assert_eq!(err.message(), "invalid arguments: missing field `path`");
-
-    let err = parse_args::<Probe>(json!({"path": "a", "bogus": 1})).unwrap_err();
-    assert!(
-        err.message()
-            .starts_with("invalid arguments: unknown field `bogus`"),
-        "{err}"
-    );
-
-    let err = parse_args::<Probe>(json!({"path": "a", "n": -1})).unwrap_err();
-    assert!(
-        err.message().contains("invalid value: integer `-1`"),
-        "{err}"
-    );
-
-    let err = parse_args::<Probe>(json!(["path"])).unwrap_err();
-    assert_eq!(
-        err.message(),
-        "the arguments must be a JSON object, got an array"
-    );
-}
-
 #[test]
 fn io_errors_map_to_kinds_and_hints() {
     let err = io_error(&io::Error::from(io::ErrorKind::NotFound), "read", "a.txt");
@@ -164,20 +126,4 @@ fn a_path_the_sandbox_refuses_is_said_to_lead_out_of_the_workspace() {
     // Other errors are not taken for it.
     assert!(jail_refusal(&io::Error::from(io::ErrorKind::PermissionDenied), "a").is_none());
     assert!(jail_refusal(&io::Error::from_raw_os_error(2), "a").is_none());
-}
-
-#[test]
-fn exit_codes_follow_the_abi() {
-    assert_eq!(ErrorKind::Failed.exit_code(), 1);
-    assert_eq!(ErrorKind::BadArgs.exit_code(), 2);
-    assert_eq!(ToolError::failed("x").to_string(), "x");
-}
-
-#[test]
-fn one_line_collapses_multi_line_messages() {
-    assert_eq!(
-        one_line("regex parse error:\n    (a\n    ^\nerror: unclosed group\n"),
-        "regex parse error: (a ^ error: unclosed group"
-    );
-    assert_eq!(one_line("plain"), "plain");
 }

@@ -1,0 +1,355 @@
+//! Write Locara tools in Rust.
+//!
+//! A Locara tool is a wasm32-wasip1 program that reads one JSON object of arguments on stdin
+//! and writes one JSON value on stdout (exit code 0), or a one-line message on stderr with exit
+//! code 1 (it failed) or 2 (the arguments were unusable): `docs/tool-abi.md`. This crate is
+//! that ABI on the guest side. [`macro@tool`] on a function makes it the program's entry
+//! point and derives the tool's input and output JSON Schemas (draft 2020-12, with
+//! [`schemars`]) and its description (the doc comment) from the code; the program prints them
+//! as a [`ToolInfo`] when run with [`DESCRIBE_FLAG`], which is where a manifest's schemas come
+//! from. It deliberately knows nothing of manifests' other fields (limits, capabilities,
+//! safety tier), of signing or of the host: a tool asks for what it needs in its manifest, and
+//! the host decides what it gets.
+//!
+//! A tool crate depends on `serde` (with `derive`) and `schemars` 1 beside this crate: their
+//! derives name their own crates.
+//!
+//! ```
+//! use locara_pdk::{JsonSchema, ToolError, tool};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Args {
+//!     /// The text to shout.
+//!     text: String,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Shouted {
+//!     text: String,
+//! }
+//!
+//! /// Shouts the text: returns it in capitals.
+//! #[tool(id = "text.shout")]
+//! fn shout(args: Args) -> Result<Shouted, ToolError> {
+//!     Ok(Shouted { text: args.text.to_uppercase() })
+//! }
+//! ```
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::process::ExitCode;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use locara_pdk_macros::tool;
+
+// `#[tool]` expands to `::locara_pdk::...` paths, which this crate's own tests use too.
+#[cfg(test)]
+extern crate self as locara_pdk;
+pub use schemars::JsonSchema;
+
+#[cfg(test)]
+mod tests;
+
+/// The argument that makes a `#[tool]` program print its [`ToolInfo`] as JSON and exit,
+/// instead of reading arguments on stdin.
+pub const DESCRIBE_FLAG: &str = "--locara-describe";
+
+/// Why a tool did not produce a result; decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The tool ran and failed (exit code 1), e.g. an I/O error.
+    Failed,
+    /// The arguments were unusable even though they passed the schema (exit code 2),
+    /// e.g. a missing file or an ambiguous edit.
+    BadArgs,
+}
+
+impl ErrorKind {
+    /// The process exit code for this kind of error.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Failed => 1,
+            ErrorKind::BadArgs => 2,
+        }
+    }
+}
+
+/// A tool error: a kind and a one-line message written for the caller (usually an LLM).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl ToolError {
+    /// An error of the given kind.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
+        ToolError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The tool ran and failed (exit code 1).
+    pub fn failed(message: impl Into<String>) -> ToolError {
+        ToolError::new(ErrorKind::Failed, message)
+    }
+
+    /// The arguments were unusable (exit code 2).
+    pub fn bad_args(message: impl Into<String>) -> ToolError {
+        ToolError::new(ErrorKind::BadArgs, message)
+    }
+
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message, as written to stderr.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// What a `#[tool]` program says about itself: the manifest fields the code determines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    /// The tool id (`#[tool(id = "...")]`, or the package name).
+    pub id: String,
+    /// The package version.
+    pub version: String,
+    /// The function's doc comment.
+    pub description: String,
+    /// The JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// The JSON Schema of the result.
+    pub output_schema: Value,
+}
+
+impl ToolInfo {
+    /// The info of a tool taking `I` and returning `O`.
+    pub fn of<I: JsonSchema, O: JsonSchema>(
+        id: &str,
+        version: &str,
+        description: &str,
+    ) -> ToolInfo {
+        ToolInfo {
+            id: id.to_owned(),
+            version: version.to_owned(),
+            description: description.to_owned(),
+            input_schema: schema_of::<I>(format!("{id} input")),
+            output_schema: schema_of::<O>(format!("{id} output")),
+        }
+    }
+}
+
+/// `T`'s JSON Schema (draft 2020-12), titled `title` as the manifests' schemas are (`ocr
+/// input`), rather than by the Rust type's name.
+fn schema_of<T: JsonSchema>(title: String) -> Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    if let Value::Object(map) = &mut value {
+        map.insert("title".to_owned(), Value::String(title));
+    }
+    value
+}
+
+/// Runs a tool over the process's stdin, stdout and stderr, and returns the exit code for
+/// `main` to return.
+///
+/// Bad JSON on stdin exits with code 2; a [`ToolError`] exits with its kind's code; a panic
+/// becomes a one-line error with code 1.
+///
+/// Returns the exit code rather than calling `std::process::exit`: a successful `_start` then
+/// returns normally instead of through `proc_exit`, which the host would otherwise treat as an
+/// early stop.
+pub fn main_with(f: impl FnOnce(Value) -> Result<Value, ToolError>) -> ExitCode {
+    report_panics_as_tool_errors();
+    let result = read_input(io::stdin().lock()).and_then(f);
+    let (mut code, out, mut err) = finish(result);
+    if !out.is_empty() {
+        let mut stdout = io::stdout().lock();
+        if let Err(e) = stdout.write_all(&out).and_then(|()| stdout.flush()) {
+            let failed = ToolError::failed(format!("cannot write the result to stdout: {e}"));
+            (code, _, err) = finish(Err(failed));
+        }
+    }
+    let mut stderr = io::stderr().lock();
+    // Nothing useful is left to do if stderr itself is broken.
+    let _ = stderr.write_all(&err).and_then(|()| stderr.flush());
+    ExitCode::from(code)
+}
+
+/// The exit code, stdout and stderr bytes for a tool's result.
+fn finish(result: Result<Value, ToolError>) -> (u8, Vec<u8>, Vec<u8>) {
+    match result.and_then(|value| {
+        serde_json::to_vec(&value)
+            .map_err(|e| ToolError::failed(format!("cannot encode the result as JSON: {e}")))
+    }) {
+        Ok(mut bytes) => {
+            bytes.push(b'\n');
+            (0, bytes, Vec::new())
+        }
+        Err(err) => {
+            let line = format!("{}\n", one_line(err.message()));
+            (err.kind().exit_code() as u8, Vec::new(), line.into_bytes())
+        }
+    }
+}
+
+/// Makes a panic a one-line tool error (exit code 1) instead of a trap.
+///
+/// Tools are built with `panic = "abort"`, where a panic would end as an `unreachable` trap
+/// that the host can only report as a crash. A parser that panics on a malformed file then
+/// reads as what it is: this input could not be handled.
+fn report_panics_as_tool_errors() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let line = one_line(&format!(
+            "the tool failed on this input (internal error: {message}{location}); the file may be malformed or use a feature the tool does not support"
+        ));
+        let mut stderr = io::stderr().lock();
+        let _ = writeln!(stderr, "{line}").and_then(|()| stderr.flush());
+        std::process::exit(ErrorKind::Failed.exit_code());
+    }));
+}
+
+fn read_input(mut reader: impl Read) -> Result<Value, ToolError> {
+    let mut buf = Vec::new();
+    reader
+        .read_to_end(&mut buf)
+        .map_err(|e| ToolError::failed(format!("cannot read the arguments from stdin: {e}")))?;
+    serde_json::from_slice(&buf)
+        .map_err(|e| ToolError::bad_args(format!("the arguments on stdin are not valid JSON: {e}")))
+}
+
+/// Collapses a possibly multi-line message into one line.
+pub fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Deserializes a tool's arguments, turning serde errors into [`ErrorKind::BadArgs`].
+///
+/// # Errors
+/// Returns a bad-arguments error naming the offending field.
+pub fn parse_args<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+    if !input.is_object() {
+        return Err(ToolError::bad_args(format!(
+            "the arguments must be a JSON object, got {}",
+            json_type(&input)
+        )));
+    }
+    serde_json::from_value(input)
+        .map_err(|e| ToolError::bad_args(format!("invalid arguments: {e}")))
+}
+
+/// Serializes a tool's output.
+///
+/// # Errors
+/// Returns a failed error if the value cannot be represented as JSON (not expected).
+pub fn to_output<T: Serialize>(output: &T) -> Result<Value, ToolError> {
+    serde_json::to_value(output)
+        .map_err(|e| ToolError::failed(format!("cannot encode the result as JSON: {e}")))
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// What `#[tool]` expands to calls; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    use std::io::Write;
+    use std::process::ExitCode;
+
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+
+    use crate::{DESCRIBE_FLAG, JsonSchema, ToolError, ToolInfo};
+
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+
+    /// A type a `#[tool]` function can take as its whole input.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's input: it must implement `serde::Deserialize` and `schemars::JsonSchema`",
+        label = "the tool's input",
+        note = "derive them: `#[derive(serde::Deserialize, locara_pdk::JsonSchema)]`"
+    )]
+    pub trait ToolInput: DeserializeOwned + JsonSchema {}
+    impl<T: DeserializeOwned + JsonSchema> ToolInput for T {}
+
+    /// A type a `#[tool]` function can return in its `Ok`.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's result: it must implement `serde::Serialize` and `schemars::JsonSchema`",
+        label = "the tool's result",
+        note = "derive them: `#[derive(serde::Serialize, locara_pdk::JsonSchema)]`"
+    )]
+    pub trait ToolOutput: Serialize + JsonSchema {}
+    impl<T: Serialize + JsonSchema> ToolOutput for T {}
+
+    /// Checks at compile time that `I` and `O` can be a tool's input and result.
+    pub const fn assert_io<I: ToolInput, O: ToolOutput>() {}
+
+    /// The `main` of a `#[tool]` program.
+    pub fn main(
+        info: fn() -> ToolInfo,
+        f: impl FnOnce(serde_json::Value) -> Result<serde_json::Value, ToolError>,
+    ) -> ExitCode {
+        if std::env::args().nth(1).as_deref() == Some(DESCRIBE_FLAG) {
+            let mut json = serde_json::to_vec_pretty(&info()).expect("a ToolInfo is JSON");
+            json.push(b'\n');
+            let mut stdout = std::io::stdout().lock();
+            return match stdout.write_all(&json).and_then(|()| stdout.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::FAILURE,
+            };
+        }
+        crate::main_with(f)
+    }
+
+    /// Parses `input` as `I`, runs `f` and encodes its result.
+    pub fn call<I: ToolInput, O: ToolOutput>(
+        f: impl FnOnce(I) -> Result<O, ToolError>,
+        input: serde_json::Value,
+    ) -> Result<serde_json::Value, ToolError> {
+        let args = crate::parse_args::<I>(input)?;
+        crate::to_output(&f(args)?)
+    }
+}

@@ -1,0 +1,213 @@
+use expect_test::expect;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::{ErrorKind, JsonSchema, ToolError, finish, one_line, parse_args, read_input, tool};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The text to shout.
+    text: String,
+    /// How many exclamation marks to add.
+    #[serde(default)]
+    bangs: u8,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct Shouted {
+    /// The text in capitals.
+    text: String,
+}
+
+/// Shouts the text: returns it in capitals.
+///
+/// Empty text is refused.
+#[tool(id = "test.shout")]
+fn shout(args: Args) -> Result<Shouted, ToolError> {
+    if args.text.is_empty() {
+        return Err(ToolError::bad_args("text is empty; pass the text to shout"));
+    }
+    Ok(Shouted {
+        text: format!(
+            "{}{}",
+            args.text.to_uppercase(),
+            "!".repeat(args.bangs.into())
+        ),
+    })
+}
+
+mod plain {
+    use crate::{ToolError, tool};
+
+    /// Repeats a word.
+    #[tool]
+    pub(super) fn repeat(word: String, times: Option<u32>) -> Result<Vec<String>, ToolError> {
+        Ok(vec![word; times.unwrap_or(2) as usize])
+    }
+}
+
+fn run(f: impl FnOnce(Value) -> Result<Value, ToolError>, stdin: &str) -> (u8, String, String) {
+    let (code, out, err) = finish(read_input(stdin.as_bytes()).and_then(f));
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+#[test]
+fn a_struct_input_tool_runs_and_reports_its_errors_by_kind() {
+    let call = __locara_tool_call;
+    assert_eq!(
+        run(call, r#"{"text": "hi", "bangs": 2}"#),
+        (0, "{\"text\":\"HI!!\"}\n".to_owned(), String::new())
+    );
+    let (code, out, err) = run(call, r#"{"text": ""}"#);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_eq!(err, "text is empty; pass the text to shout\n");
+    let (code, _, err) = run(call, r#"{"text": "a", "loud": true}"#);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("invalid arguments: unknown field `loud`"),
+        "{err}"
+    );
+    let (code, _, err) = run(call, "{not json");
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("the arguments on stdin are not valid JSON"),
+        "{err}"
+    );
+    let (code, _, err) = run(call, "[1]");
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "the arguments must be a JSON object, got an array\n")
+    );
+}
+
+#[test]
+fn plain_parameters_are_the_fields_of_the_input() {
+    let call = plain::__locara_tool_call;
+    assert_eq!(
+        run(call, r#"{"word": "a", "times": 3}"#).1,
+        "[\"a\",\"a\",\"a\"]\n"
+    );
+    assert_eq!(run(call, r#"{"word": "b"}"#).1, "[\"b\",\"b\"]\n");
+    let (code, _, err) = run(call, r#"{"times": 3}"#);
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "invalid arguments: missing field `word`\n")
+    );
+}
+
+#[test]
+fn the_info_carries_the_doc_comment_and_the_schemas() {
+    let info = __locara_tool_info();
+    assert_eq!(info.id, "test.shout");
+    assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        info.description,
+        "Shouts the text: returns it in capitals.\n\nEmpty text is refused."
+    );
+    expect![[r#"
+        {
+          "$schema": "https://json-schema.org/draft/2020-12/schema",
+          "additionalProperties": false,
+          "properties": {
+            "bangs": {
+              "default": 0,
+              "description": "How many exclamation marks to add.",
+              "format": "uint8",
+              "maximum": 255,
+              "minimum": 0,
+              "type": "integer"
+            },
+            "text": {
+              "description": "The text to shout.",
+              "type": "string"
+            }
+          },
+          "required": [
+            "text"
+          ],
+          "title": "test.shout input",
+          "type": "object"
+        }"#]]
+    .assert_eq(&serde_json::to_string_pretty(&info.input_schema).unwrap());
+    expect![[r#"
+        {
+          "$schema": "https://json-schema.org/draft/2020-12/schema",
+          "properties": {
+            "text": {
+              "description": "The text in capitals.",
+              "type": "string"
+            }
+          },
+          "required": [
+            "text"
+          ],
+          "title": "test.shout output",
+          "type": "object"
+        }"#]]
+    .assert_eq(&serde_json::to_string_pretty(&info.output_schema).unwrap());
+
+    // Without `id`, the package name; plain parameters are the properties of an object.
+    let info = plain::__locara_tool_info();
+    assert_eq!(info.id, "locara-pdk");
+    assert_eq!(info.input_schema["title"], "locara-pdk input");
+    assert_eq!(info.input_schema["required"], json!(["word"]));
+    assert_eq!(info.input_schema["additionalProperties"], false);
+    assert_eq!(info.output_schema["type"], "array");
+    assert_eq!(info.output_schema["title"], "locara-pdk output");
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "only deserialized")]
+struct Probe {
+    path: String,
+    #[serde(default)]
+    n: u32,
+}
+
+#[test]
+fn parse_args_reports_the_offending_field() {
+    let err = parse_args::<Probe>(json!({})).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadArgs);
+    assert_eq!(err.message(), "invalid arguments: missing field `path`");
+
+    let err = parse_args::<Probe>(json!({"path": "a", "bogus": 1})).unwrap_err();
+    assert!(
+        err.message()
+            .starts_with("invalid arguments: unknown field `bogus`"),
+        "{err}"
+    );
+
+    let err = parse_args::<Probe>(json!({"path": "a", "n": -1})).unwrap_err();
+    assert!(
+        err.message().contains("invalid value: integer `-1`"),
+        "{err}"
+    );
+
+    let err = parse_args::<Probe>(json!(["path"])).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "the arguments must be a JSON object, got an array"
+    );
+}
+
+#[test]
+fn exit_codes_follow_the_abi_and_messages_are_one_line() {
+    assert_eq!(ErrorKind::Failed.exit_code(), 1);
+    assert_eq!(ErrorKind::BadArgs.exit_code(), 2);
+    assert_eq!(ToolError::failed("x").to_string(), "x");
+    assert_eq!(
+        one_line("regex parse error:\n    (a\n    ^\nerror: unclosed group\n"),
+        "regex parse error: (a ^ error: unclosed group"
+    );
+    let (code, out, err) = finish(Err(ToolError::failed("first\n  second")));
+    assert_eq!(
+        (code, out.as_slice(), err.as_slice()),
+        (1, &b""[..], &b"first second\n"[..])
+    );
+}

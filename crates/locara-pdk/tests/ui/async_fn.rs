@@ -1,0 +1,9 @@
+use locara_pdk::tool;
+
+/// Counts the characters.
+#[tool]
+async fn count(text: String) -> Result<usize, locara_pdk::ToolError> {
+    Ok(text.len())
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use locara_pdk::tool;
+
+/// Counts the characters.
+#[tool]
+fn count(text: &str) -> Result<usize, locara_pdk::ToolError> {
+    Ok(text.len())
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use locara_pdk::tool;
+
+/// Echoes its input.
+#[tool]
+fn echo<T>(value: T) -> Result<T, locara_pdk::ToolError> {
+    Ok(value)
+}
+
+fn main() {}

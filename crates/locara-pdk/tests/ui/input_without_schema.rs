@@ -1,0 +1,12 @@
+use locara_pdk::{ToolError, tool};
+
+#[derive(serde::Deserialize)]
+struct Args {
+    text: String,
+}
+
+/// Counts the characters.
+#[tool]
+fn count(args: Args) -> Result<usize, ToolError> {
+    Ok(args.text.len())
+}

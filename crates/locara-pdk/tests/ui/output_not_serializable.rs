@@ -1,0 +1,9 @@
+use locara_pdk::{ToolError, tool};
+
+struct Count(usize);
+
+/// Counts the characters.
+#[tool]
+fn count(text: String) -> Result<Count, ToolError> {
+    Ok(Count(text.len()))
+}

@@ -1,0 +1,9 @@
+use locara_pdk::tool;
+
+/// Counts something.
+#[tool]
+fn count(&self, text: String) -> Result<usize, locara_pdk::ToolError> {
+    Ok(text.len())
+}
+
+fn main() {}
