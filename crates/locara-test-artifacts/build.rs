@@ -22,7 +22,13 @@ fn main() {
         .and_then(Path::parent)
         .expect("crates/<this> is two levels below the root");
     let target_dir = guest_target_dir(root);
-    for dir in ["crates/locara-tools-builtin", "crates/locara-test-guests"] {
+    for dir in [
+        "crates/locara-tools-builtin",
+        "crates/locara-test-guests",
+        "crates/locara-pdk",
+        "crates/locara-pdk-macros",
+        "vendor",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     // The lockfile pins the guests' dependencies; the root manifest holds the `tools` profile
@@ -100,6 +106,15 @@ fn main() {
         code,
         "/// The probe's manifest template.\npub const PROBE_MANIFEST: &str = {:?};",
         root.join("crates/locara-test-guests/manifests/test.probe.json")
+            .display()
+            .to_string()
+    )
+    .unwrap();
+    writeln!(
+        code,
+        "/// Where `test.shout`, the guest written with `locara-pdk`, was built.\npub const PDK_SHOUT: &str = {:?};\n/// `test.shout`'s manifest template.\npub const PDK_SHOUT_MANIFEST: &str = {:?};",
+        out_dir.join("pdk-shout.wasm").display().to_string(),
+        root.join("crates/locara-test-guests/manifests/test.shout.json")
             .display()
             .to_string()
     )

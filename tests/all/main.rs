@@ -6,6 +6,8 @@ mod tampering;
 mod minimal_host;
 // Tools an app ships itself, verified against the host's trusted keys.
 mod app_tools;
+// A tool written with locara-pdk's #[tool], shipped by an app.
+mod pdk;
 // Issue 14's escape through a symlinked /tmp/out, and links below an output directory.
 mod escape;
 // What the code-exec tests share.
