@@ -8,6 +8,8 @@ mod minimal_host;
 mod app_tools;
 // A tool written with locara-pdk's #[tool], shipped by an app.
 mod pdk;
+// `locara new tool`, `build`, `publish` and `run`: a tool written from nothing.
+mod authoring;
 // Issue 14's escape through a symlinked /tmp/out, and links below an output directory.
 mod escape;
 // What the code-exec tests share.

@@ -394,6 +394,19 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Tools(ToolsCommand),
 
+    /// Start a tool written with locara-pdk: `locara new tool text.stats` writes a crate with
+    /// a #[tool] function, a test and a manifest template
+    #[command(subcommand)]
+    New(NewCommand),
+
+    /// Compile a tool crate for wasm32-wasip1 and write the description and schemas its code
+    /// derives into its manifest.json; then `locara publish` it
+    Build {
+        /// The tool crate's directory
+        #[arg(default_value = ".")]
+        path: PathBuf,
+    },
+
     /// Pin, sign and publish a tool into `<home>/registry`
     Publish {
         /// The secret key file (`NAME.secret.json`)
@@ -589,4 +602,21 @@ pub(crate) struct VerifyArgs {
     /// Its wasm module [default: the manifest's `artifact.url`, beside the manifest]
     #[arg(long, value_name = "W", requires = "manifest")]
     pub(crate) wasm: Option<PathBuf>,
+}
+
+/// What `locara new` creates.
+#[derive(Debug, Subcommand)]
+pub(crate) enum NewCommand {
+    /// A tool crate written with locara-pdk, in `DIR/<id with . as ->`
+    Tool {
+        /// The tool id, e.g. `text.stats`
+        id: String,
+        /// The directory to create the crate in
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// The `crates/locara-pdk` directory of a Locara checkout [default: the one this
+        /// locara was built from]
+        #[arg(long, value_name = "PATH")]
+        pdk: Option<PathBuf>,
+    },
 }

@@ -193,7 +193,10 @@ impl Context {
         out: Option<&Path>,
         receipt_key: Option<SigningKey>,
     ) -> anyhow::Result<Locara> {
-        self.require_registry()?;
+        // An app may ship every tool it uses itself; then the home needs no registry.
+        if self.app_file.is_none() {
+            self.require_registry()?;
+        }
         let mut config = LocaraConfig::new(&self.home)
             .with_engine(self.engine.kind())
             .with_approver(self.approver.clone());

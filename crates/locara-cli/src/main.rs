@@ -15,6 +15,7 @@
 
 mod approve;
 mod arguments;
+mod authoring;
 mod catalog;
 mod chat;
 mod cli;
@@ -37,7 +38,7 @@ use clap::Parser as _;
 
 use crate::{
     arguments::Stdin,
-    cli::{Cli, Command, ModelsCommand, ToolsCommand, TrustCommand},
+    cli::{Cli, Command, ModelsCommand, NewCommand, ToolsCommand, TrustCommand},
     context::Context,
 };
 
@@ -96,5 +97,9 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             manifest,
             wasm,
         } => publish::publish(&ctx, key, manifest, wasm),
+        Command::New(NewCommand::Tool { id, dir, pdk }) => {
+            authoring::new_tool(&ctx, id, dir, pdk.as_deref())
+        }
+        Command::Build { path } => authoring::build(&ctx, path),
     }
 }
