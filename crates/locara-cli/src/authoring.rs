@@ -253,13 +253,7 @@ pub(crate) fn build(ctx: &Context, path: &Path) -> anyhow::Result<ExitCode> {
     let object = manifest
         .as_object_mut()
         .ok_or_else(|| format_err!("{} must hold a JSON object", manifest_path.display()))?;
-    for field in [
-        "id",
-        "version",
-        "description",
-        "input_schema",
-        "output_schema",
-    ] {
+    for field in locara_pdk::ToolInfo::MANIFEST_FIELDS {
         let value = info
             .get(field)
             .cloned()

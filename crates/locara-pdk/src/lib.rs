@@ -139,6 +139,15 @@ pub struct ToolInfo {
 }
 
 impl ToolInfo {
+    /// The manifest fields a `ToolInfo` carries, by their names in the manifest and here.
+    pub const MANIFEST_FIELDS: [&str; 5] = [
+        "id",
+        "version",
+        "description",
+        "input_schema",
+        "output_schema",
+    ];
+
     /// The info of a tool taking `I` and returning `O`.
     pub fn of<I: JsonSchema, O: JsonSchema>(
         id: &str,

@@ -67,13 +67,7 @@ fn the_committed_manifest_carries_what_the_code_describes() {
     let info: Value = serde_json::from_slice(&out.stdout).unwrap();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/test.shout.json");
     let manifest: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    for field in [
-        "id",
-        "version",
-        "description",
-        "input_schema",
-        "output_schema",
-    ] {
+    for field in locara_pdk::ToolInfo::MANIFEST_FIELDS {
         assert_eq!(
             manifest[field], info[field],
             "{path}: `{field}` differs from what `pdk-shout --locara-describe` prints; copy it from there"
