@@ -65,8 +65,12 @@ fn main() -> Result<()> {
     }
 }
 
+/// The checkout xtask runs in. `cargo run -p xtask` sets `CARGO_MANIFEST_DIR` when it runs
+/// the binary too; that one wins over the directory it was compiled in, which cargo does not
+/// track: a target dir shared by two checkouts of the same commit reuses the binary.
 fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
         .parent()
         .expect("xtask lives in the repo root")
         .to_owned()
