@@ -1,3 +1,6 @@
+//! The PDK on its own: `#[tool]` expansions called in process, their info and schemas, and
+//! the ABI's exit codes and messages.
+
 use expect_test::expect;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -1,3 +1,5 @@
+//! `#[tool]` on an `async fn`: refused, a tool is one synchronous call.
+
 use locara_pdk::tool;
 
 /// Counts the characters.

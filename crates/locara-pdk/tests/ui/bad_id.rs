@@ -1,3 +1,5 @@
+//! `#[tool(id = ...)]` with an id that is not lowercase dotted parts: refused.
+
 use locara_pdk::tool;
 
 /// Counts the characters.

@@ -1,3 +1,5 @@
+//! A borrowed parameter (`&str`): refused, the arguments are deserialized into owned values.
+
 use locara_pdk::tool;
 
 /// Counts the characters.

@@ -1,3 +1,5 @@
+//! A generic tool function: refused, its schemas must be known at compile time.
+
 use locara_pdk::tool;
 
 /// Echoes its input.

@@ -1,3 +1,5 @@
+//! An input struct without `JsonSchema`: the diagnostic names the derives to add.
+
 use locara_pdk::{ToolError, tool};
 
 #[derive(serde::Deserialize)]

@@ -1,3 +1,5 @@
+//! A tool function without a doc comment: refused, it is the description a model reads.
+
 use locara_pdk::tool;
 
 #[tool]

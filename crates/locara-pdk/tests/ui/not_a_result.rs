@@ -1,3 +1,5 @@
+//! A tool function that does not return `Result<T, ToolError>`: refused.
+
 use locara_pdk::tool;
 
 /// Counts the characters.

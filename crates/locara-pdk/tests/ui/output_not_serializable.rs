@@ -1,3 +1,5 @@
+//! A result type without `Serialize` and `JsonSchema`: the diagnostic names the derives to add.
+
 use locara_pdk::{ToolError, tool};
 
 struct Count(usize);

@@ -1,3 +1,5 @@
+//! A tool function taking `self`: refused, a tool is a free function.
+
 use locara_pdk::tool;
 
 /// Counts something.

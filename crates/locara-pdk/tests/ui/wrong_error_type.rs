@@ -1,3 +1,5 @@
+//! A `Result` whose error is not `ToolError`: refused, its kind decides the exit code.
+
 use locara_pdk::tool;
 
 /// Counts the characters.
