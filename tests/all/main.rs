@@ -10,6 +10,8 @@ mod app_tools;
 mod pdk;
 // `locara new tool`, `build`, `publish` and `run`: a tool written from nothing.
 mod authoring;
+// A tool written in C, built with clang and wasi-libc.
+mod c_guest;
 // Issue 14's escape through a symlinked /tmp/out, and links below an output directory.
 mod escape;
 // What the code-exec tests share.
