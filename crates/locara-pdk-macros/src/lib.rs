@@ -132,14 +132,8 @@ fn expand(attr: &Attr, func: &ItemFn) -> syn::Result<TokenStream2> {
         [(arg, ty)] if is_input_struct(ty) => (quote!(#ty), quote!(), quote!(#name(#arg))),
         _ => {
             let struct_name = format_ident!("__LocaraToolInput_{}", name);
-            let fields = params.iter().map(|(ident, ty)| {
-                let ident = syn::Ident::new(&ident.to_string(), ident.span());
-                quote!(#ident: #ty)
-            });
-            let args = params.iter().map(|(ident, _)| {
-                let ident = syn::Ident::new(&ident.to_string(), ident.span());
-                quote!(input.#ident)
-            });
+            let fields = params.iter().map(|(ident, ty)| quote!(#ident: #ty));
+            let args = params.iter().map(|(ident, _)| quote!(input.#ident));
             let item = quote! {
                 #[doc(hidden)]
                 #[allow(non_camel_case_types)]

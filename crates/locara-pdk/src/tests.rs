@@ -48,6 +48,16 @@ mod plain {
     pub(super) fn repeat(word: String, times: Option<u32>) -> Result<Vec<String>, ToolError> {
         Ok(vec![word; times.unwrap_or(2) as usize])
     }
+
+    pub(super) mod raw {
+        use crate::{ToolError, tool};
+
+        /// Names the kind of a thing: a raw identifier is a field named without its `r#`.
+        #[tool]
+        pub(in super::super) fn kind(r#type: String) -> Result<String, ToolError> {
+            Ok(format!("a {type}", type = r#type))
+        }
+    }
 }
 
 fn run(f: impl FnOnce(Value) -> Result<Value, ToolError>, stdin: &str) -> (u8, String, String) {
@@ -96,6 +106,10 @@ fn plain_parameters_are_the_fields_of_the_input() {
         "[\"a\",\"a\",\"a\"]\n"
     );
     assert_eq!(run(call, r#"{"word": "b"}"#).1, "[\"b\",\"b\"]\n");
+    assert_eq!(
+        run(plain::raw::__locara_tool_call, r#"{"type": "tool"}"#).1,
+        "\"a tool\"\n"
+    );
     let (code, _, err) = run(call, r#"{"times": 3}"#);
     assert_eq!(
         (code, err.as_str()),
