@@ -85,7 +85,7 @@ fn guest_target_dir() -> PathBuf {
 }
 
 fn build_tools(home: &Path) -> Result<()> {
-    ensure_wasm_target()?;
+    locara_upstream::toolchain::ensure_wasm_target()?;
     let root = project_root();
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     eprintln!("building guests for {TARGET} (profile `{PROFILE}`)...");
@@ -200,35 +200,6 @@ fn dev_key(home: &Path) -> Result<SigningKey> {
     std::fs::create_dir_all(public.parent().expect("has a parent"))?;
     key.public_key().write_file(&public)?;
     Ok(key)
-}
-
-/// Installs the wasm target with rustup if it is missing, or says exactly what to do.
-fn ensure_wasm_target() -> Result<()> {
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
-    let sysroot = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .context("running rustc")?;
-    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
-    if sysroot.join("lib/rustlib").join(TARGET).is_dir() {
-        return Ok(());
-    }
-    eprintln!("installing the {TARGET} target with rustup...");
-    let ok = Command::new("rustup")
-        .args(["target", "add", TARGET])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        bail!(
-            "the {TARGET} target is missing and `rustup target add {TARGET}` failed.\n\
-             Without rustup's download, use Debian's toolchain and rebuild std:\n\
-             \x20 apt-get install -y --no-install-recommends rustc-web cargo-web rust-web-src rust-web-llvm lld-22 wasi-libc\n\
-             \x20 RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS='-L native=/usr/lib/wasm32-wasi' \\\n\
-             \x20   /usr/bin/cargo build --release --target {TARGET} -Zbuild-std=std,panic_abort -p locara-tools-builtin\n\
-             (details: shared/notes/wasm-toolchain.md)"
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

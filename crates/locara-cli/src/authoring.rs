@@ -10,12 +10,10 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context as _, ensure, format_err};
 use locara_sandbox::{BackendKind, Capabilities, Limits, Sandbox, SandboxConfig};
+use locara_upstream::toolchain::WASM_TARGET as TARGET;
 use serde_json::{Value, json};
 
 use crate::{context::Context, output};
-
-/// The wasm target tools are built for.
-const TARGET: &str = "wasm32-wasip1";
 
 /// The manifest template's file name in a tool crate.
 pub(crate) const MANIFEST: &str = "manifest.json";
@@ -239,7 +237,7 @@ pub(crate) fn build(ctx: &Context, path: &Path) -> anyhow::Result<ExitCode> {
         "{} has no {MANIFEST}, the tool's manifest template: `locara new tool` writes one",
         path.display()
     );
-    ensure_target()?;
+    locara_upstream::toolchain::ensure_wasm_target()?;
     let wasm_path = cargo_build(&cargo_toml)?;
     let wasm = std::fs::read(&wasm_path)
         .with_context(|| format!("cannot read {}", wasm_path.display()))?;
@@ -278,27 +276,6 @@ pub(crate) fn build(ctx: &Context, path: &Path) -> anyhow::Result<ExitCode> {
         ))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Installs the wasm target with rustup when the toolchain lacks it.
-fn ensure_target() -> anyhow::Result<()> {
-    let sysroot = Command::new("rustc")
-        .args(["--print", "sysroot"])
-        .output()
-        .context("cannot run rustc: install Rust with rustup (https://rustup.rs)")?;
-    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
-    if sysroot.join("lib/rustlib").join(TARGET).is_dir() {
-        return Ok(());
-    }
-    let status = Command::new("rustup")
-        .args(["target", "add", TARGET])
-        .status()
-        .context("the wasm32-wasip1 target is missing and rustup could not be run")?;
-    ensure!(
-        status.success(),
-        "the {TARGET} target is missing and `rustup target add {TARGET}` failed"
-    );
-    Ok(())
 }
 
 /// Builds the crate's bin in release mode for the wasm target; returns the module's path.

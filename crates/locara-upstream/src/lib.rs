@@ -11,6 +11,7 @@
 //!   feature, on by default).
 //! - [`tool`]: built-in tools whose module is such a file (an interpreter run with a driver
 //!   script), ready to sign and publish.
+//! - [`toolchain`]: the `wasm32-wasip1` target tools are compiled for, installed when missing.
 //!
 //! Used at build and setup time (`cargo xtask build-tools`, `locara models fetch`) and by tests;
 //! the run path never fetches.
@@ -22,3 +23,4 @@ pub mod models;
 #[cfg(feature = "stack-guard")]
 pub mod stack_guard;
 pub mod tool;
+pub mod toolchain;
