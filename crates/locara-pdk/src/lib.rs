@@ -46,6 +46,10 @@ use serde_json::Value;
 
 pub use locara_pdk_macros::tool;
 
+pub mod files;
+pub mod host;
+pub mod workspace;
+
 // `#[tool]` expands to `::locara_pdk::...` paths, which this crate's own tests use too.
 #[cfg(test)]
 extern crate self as locara_pdk;
@@ -158,20 +162,39 @@ impl ToolInfo {
             id: id.to_owned(),
             version: version.to_owned(),
             description: description.to_owned(),
-            input_schema: schema_of::<I>(format!("{id} input")),
-            output_schema: schema_of::<O>(format!("{id} output")),
+            input_schema: schema_of::<I>(format!("{id} input"), Direction::Input),
+            output_schema: schema_of::<O>(format!("{id} output"), Direction::Output),
         }
     }
 }
 
+/// Which way a schema describes its type: how the input is read, or how the result is written
+/// (a result's field with `skip_serializing_if` is then not required).
+#[derive(Clone, Copy)]
+enum Direction {
+    Input,
+    Output,
+}
+
 /// `T`'s JSON Schema (draft 2020-12), titled `title` as the manifests' schemas are (`ocr
 /// input`), rather than by the Rust type's name.
-fn schema_of<T: JsonSchema>(title: String) -> Value {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>();
+///
+/// Nested types are inlined rather than referenced through `$defs`: the schema is what a
+/// language model reads to call the tool, and many model APIs ignore or reject `$ref`. Only a
+/// recursive type keeps a reference. A doc comment on the type itself is left out: the tool's
+/// description says what the tool does, and each field's doc comment what it means.
+fn schema_of<T: JsonSchema>(title: String, direction: Direction) -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+    });
+    let settings = match direction {
+        Direction::Input => settings.for_deserialize(),
+        Direction::Output => settings.for_serialize(),
+    };
+    let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = schema.to_value();
     if let Value::Object(map) = &mut value {
+        map.remove("description");
         map.insert("title".to_owned(), Value::String(title));
     }
     value

@@ -228,3 +228,93 @@ fn exit_codes_follow_the_abi_and_messages_are_one_line() {
         (1, &b""[..], &b"first second\n"[..])
     );
 }
+
+/// An input with a file argument, as a tool that reads a document takes it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WithFile {
+    /// The document to read.
+    source: crate::files::Blob,
+}
+
+#[test]
+fn a_blob_field_is_a_file_argument_the_host_stages() {
+    let schema = crate::schema_of::<WithFile>("t input".to_owned(), crate::Direction::Input);
+    assert_eq!(
+        schema["properties"]["source"],
+        json!({
+            "type": "object",
+            "x-locara-blob": true,
+            "description": "The document to read.",
+            "properties": {"path": {"type": "string", "minLength": 1}, "base64": {"type": "string"}},
+            "additionalProperties": false,
+            "minProperties": 1,
+            "maxProperties": 1
+        })
+    );
+    let args: WithFile = parse_args(json!({"source": {"path": "/tmp/in/source"}})).unwrap();
+    assert_eq!(args.source, crate::files::Blob::path("/tmp/in/source"));
+}
+
+#[test]
+fn a_chat_request_sends_only_what_is_set() {
+    use crate::host::{ChatRequest, Message};
+    let request = ChatRequest::new(vec![Message::system("Be brief."), Message::user("Hi")]);
+    assert_eq!(
+        serde_json::to_value(&request).unwrap(),
+        json!({"messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi"}
+        ]})
+    );
+    let request = ChatRequest {
+        max_tokens: Some(10),
+        seed: Some(7),
+        ..request
+    };
+    let value = serde_json::to_value(&request).unwrap();
+    assert_eq!(
+        (value["max_tokens"].as_u64(), value["seed"].as_u64()),
+        (Some(10), Some(7))
+    );
+}
+
+#[test]
+fn outside_the_sandbox_a_host_service_says_where_it_works() {
+    let error = crate::host::fetch("http://example.test/", None).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Failed);
+    assert!(
+        error.message().contains("only inside the Locara sandbox"),
+        "{error}"
+    );
+    let error = crate::host::chat(&crate::host::ChatRequest::default()).unwrap_err();
+    assert!(error.message().contains("`llm.chat`"), "{error}");
+}
+
+/// A result with a nested type and a field left out when empty.
+#[derive(Serialize, JsonSchema)]
+struct Listing {
+    /// The entries.
+    entries: Vec<Entry>,
+    /// Why the listing stopped early, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cut: Option<String>,
+}
+
+/// One entry.
+#[derive(Serialize, JsonSchema)]
+struct Entry {
+    /// Its name.
+    name: String,
+}
+
+#[test]
+fn a_result_schema_inlines_nested_types_and_requires_only_what_is_always_written() {
+    let schema = crate::schema_of::<Listing>("t output".to_owned(), crate::Direction::Output);
+    assert!(schema.get("$defs").is_none(), "{schema:#}");
+    assert_eq!(
+        schema["properties"]["entries"]["items"]["properties"]["name"]["type"],
+        "string"
+    );
+    assert_eq!(schema["required"], json!(["entries"]));
+}

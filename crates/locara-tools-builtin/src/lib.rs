@@ -37,9 +37,11 @@
 
 pub mod abi;
 pub mod audio_transcribe;
-pub mod blob;
+/// Files in and out of a tool: `locara-pdk`'s.
+pub use locara_pdk::files as blob;
 pub mod code_exec_lua;
-pub mod host;
+/// The host services a tool may ask for: `locara-pdk`'s.
+pub use locara_pdk::host;
 
 mod audio_detect_silence;
 mod bash_read_only;
@@ -56,7 +58,7 @@ mod ocr;
 mod pdf;
 mod pdf_extract_text;
 mod pdf_split;
-mod text_chunk;
+pub mod text_chunk;
 mod text_llm;
 mod walk;
 mod web_fetch;

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use locara_pdk::ToolInfo;
 use serde_json::Value;
 
 fn crate_dir() -> PathBuf {
@@ -205,4 +206,108 @@ fn schema_defaults_match_the_code() {
     assert_eq!(out["entries"][0]["path"], "f.txt");
     let out = super::text_chunk(serde_json::json!({"text": "a".repeat(1001)})).unwrap();
     assert_eq!(out["count"], 2, "max_chars defaults to 1000");
+}
+
+/// The built-in tools written with `#[locara_pdk::tool]`: the id, version, description and
+/// schemas in their manifest templates are the code's.
+fn tools_from_code() -> Vec<ToolInfo> {
+    vec![super::text_chunk::__locara_tool_info()]
+}
+
+/// The built-in tools whose manifests are still written by hand, and why.
+const HAND_WRITTEN: &[(&str, &str)] = &[
+    (
+        "code-exec.python",
+        "an interpreter tool: the module is CPython, not Rust",
+    ),
+    (
+        "code-exec.js",
+        "an interpreter tool: the module is QuickJS, not Rust",
+    ),
+    ("audio.detect-silence", "not migrated yet"),
+    ("audio.transcribe", "not migrated yet"),
+    ("bash.read-only", "not migrated yet"),
+    ("code-exec.lua", "not migrated yet"),
+    ("file.edit", "not migrated yet"),
+    ("filesystem.list", "not migrated yet"),
+    ("filesystem.read", "not migrated yet"),
+    ("filesystem.search", "not migrated yet"),
+    ("filesystem.write", "not migrated yet"),
+    ("image.format-convert", "not migrated yet"),
+    ("image.resize", "not migrated yet"),
+    ("ocr", "not migrated yet"),
+    ("pdf.extract-text", "not migrated yet"),
+    ("pdf.split", "not migrated yet"),
+    ("text.classify", "not migrated yet"),
+    ("text.summarize", "not migrated yet"),
+    ("text.translate", "not migrated yet"),
+    ("web.fetch", "not migrated yet"),
+];
+
+/// Set to rewrite the templates' code-derived fields from the code instead of failing.
+const UPDATE: &str = "LOCARA_UPDATE_MANIFESTS";
+
+/// A manifest template a test rewrites: JSON whose objects keep their keys' order, so a
+/// rewrite changes only the fields it sets.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum Ordered {
+    Object(indexmap::IndexMap<String, Ordered>),
+    Array(Vec<Ordered>),
+    Other(Value),
+}
+
+/// The schemas a model reads come from the code of every tool written with `#[tool]`, and a
+/// template that says otherwise fails here (or is rewritten, with [`UPDATE`] set).
+#[test]
+fn manifest_templates_say_what_the_code_says() {
+    let update = std::env::var_os(UPDATE).is_some();
+    let mut stale = Vec::new();
+    let mut covered: BTreeSet<String> = HAND_WRITTEN
+        .iter()
+        .map(|(id, _)| (*id).to_owned())
+        .collect();
+    assert_eq!(covered.len(), HAND_WRITTEN.len(), "an id is listed twice");
+    for info in tools_from_code() {
+        assert!(
+            covered.insert(info.id.clone()),
+            "{} is both from code and hand-written",
+            info.id
+        );
+        let path = crate_dir()
+            .join("manifests")
+            .join(format!("{}.json", info.id));
+        let text = fs::read_to_string(&path).unwrap();
+        let manifest: Value = serde_json::from_str(&text).unwrap();
+        let code = serde_json::to_value(&info).unwrap();
+        let differ: Vec<&str> = ToolInfo::MANIFEST_FIELDS
+            .into_iter()
+            .filter(|field| manifest[*field] != code[*field])
+            .collect();
+        if differ.is_empty() {
+            continue;
+        }
+        if update {
+            let Ordered::Object(mut ordered) = serde_json::from_str(&text).unwrap() else {
+                panic!("{path:?} is not an object");
+            };
+            for field in ToolInfo::MANIFEST_FIELDS {
+                ordered.insert(field.to_owned(), Ordered::Other(code[field].clone()));
+            }
+            let mut json = serde_json::to_string_pretty(&Ordered::Object(ordered)).unwrap();
+            json.push('\n');
+            fs::write(&path, json).unwrap();
+        } else {
+            stale.push(format!("{}: {}", info.id, differ.join(", ")));
+        }
+    }
+    let on_disk: BTreeSet<String> = manifests().into_iter().map(|(stem, _)| stem).collect();
+    assert_eq!(
+        covered, on_disk,
+        "every template is from code or listed in HAND_WRITTEN"
+    );
+    assert!(
+        stale.is_empty(),
+        "these templates disagree with their tool's code: {stale:?}; run `{UPDATE}=1 cargo test -p locara-tools-builtin manifest_templates_say` and review the diff"
+    );
 }

@@ -19,7 +19,9 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::abi::{self, ToolError};
+use locara_pdk::{JsonSchema, tool};
+
+use crate::abi::ToolError;
 
 #[cfg(test)]
 mod tests;
@@ -27,13 +29,19 @@ mod tests;
 /// The largest `max_chars` accepted.
 pub(crate) const MAX_MAX_CHARS: usize = 1_000_000;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+/// `text.chunk`'s arguments.
+pub struct Args {
+    /// The text to split.
     text: String,
+    /// The most characters in one chunk (including any overlap). Default 1000.
     #[serde(default = "default_max_chars")]
+    #[schemars(range(min = 1, max = 1_000_000))]
     max_chars: usize,
+    /// How many characters of the preceding text each chunk after the first repeats; must be smaller than max_chars. Default 0.
     #[serde(default)]
+    #[schemars(range(max = 999_999))]
     overlap: usize,
 }
 
@@ -41,27 +49,51 @@ fn default_max_chars() -> usize {
     1000
 }
 
-#[derive(Debug, Serialize)]
-struct Chunk {
+/// One chunk of the input.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Chunk {
+    /// The chunk's position, from 0.
     index: usize,
+    /// The chunk's text.
+    #[schemars(length(min = 1))]
     text: String,
+    /// Character offset of the chunk's first character in the input.
     start: usize,
+    /// Character offset just after the chunk's last character in the input.
+    #[schemars(range(min = 1))]
     end: usize,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `text.chunk`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The chunks, in order.
     chunks: Vec<Chunk>,
+    /// The number of chunks.
     count: usize,
 }
 
-/// Runs `text.chunk`.
+/// Splits text into chunks of at most max_chars characters (Unicode scalar values, not bytes),
+/// e.g. for embedding or summarising a long document piece by piece. It splits at paragraph
+/// breaks (blank lines) first, then at sentence ends and line breaks, then between words, and
+/// only as a last resort inside a word, packing as many whole pieces into each chunk as fit.
+/// Each chunk reports its start and end character offsets in the input (end exclusive). With
+/// overlap 0 the chunks concatenate back to the input exactly; with overlap N, each chunk after
+/// the first also repeats up to N characters of the text before it (starting at a word boundary
+/// when possible). No file access.
+#[tool(id = "text.chunk")]
+pub fn text_chunk(args: Args) -> Result<Output, ToolError> {
+    chunk(&args)
+}
+
+/// Runs `text.chunk` on a JSON input.
 ///
 /// # Errors
 /// Fails if the arguments are invalid, e.g. `overlap` is not smaller than `max_chars`.
 pub fn run(input: Value) -> Result<Value, ToolError> {
-    let args: Args = abi::parse_args(input)?;
-    abi::to_output(&chunk(&args)?)
+    __locara_tool_call(input)
 }
 
 fn chunk(args: &Args) -> Result<Output, ToolError> {

@@ -14,7 +14,7 @@ use crate::host;
 /// What the model answered.
 struct Answer {
     content: String,
-    model: Value,
+    model: Option<String>,
 }
 
 fn chat(
@@ -23,23 +23,17 @@ fn chat(
     max_tokens: u64,
     response_format: Option<Value>,
 ) -> Result<Answer, ToolError> {
-    let mut request = json!({
-        "messages": [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user},
-        ],
-        "max_tokens": max_tokens,
-        "temperature": 0,
-    });
-    if let Some(format) = response_format {
-        request["response_format"] = format;
-    }
-    let answer = host::call("llm.chat", &request)?;
-    let content = answer["content"]
-        .as_str()
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
+    let request = host::ChatRequest {
+        max_tokens: Some(max_tokens),
+        temperature: Some(0.0),
+        response_format,
+        ..host::ChatRequest::new(vec![
+            host::Message::system(system),
+            host::Message::user(user),
+        ])
+    };
+    let answer = host::chat(&request)?;
+    let content = answer.content.trim().to_owned();
     if content.is_empty() {
         return Err(ToolError::failed(
             "the language model answered with nothing; try again, or rephrase the text",
@@ -47,7 +41,7 @@ fn chat(
     }
     Ok(Answer {
         content,
-        model: answer["model"].clone(),
+        model: answer.model,
     })
 }
 

@@ -4,10 +4,10 @@
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::abi::{self, ToolError};
-use crate::host;
+use crate::host::{self, Fetched};
 
 /// How much of a body is read when the caller does not say.
 const DEFAULT_MAX_BYTES: u64 = 1 << 20;
@@ -18,17 +18,6 @@ struct Args {
     url: String,
     #[serde(default)]
     max_bytes: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Fetched {
-    status: u16,
-    url: String,
-    #[serde(default)]
-    redirects: Vec<String>,
-    content_type: Option<String>,
-    truncated: bool,
-    body_base64: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -51,20 +40,14 @@ struct Output {
 /// A refused URL ([`abi::ErrorKind::BadArgs`]), or a fetch that failed.
 pub fn run(input: Value) -> Result<Value, ToolError> {
     let args: Args = abi::parse_args(input)?;
-    let max_bytes = args.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
-    let request = json!({"url": args.url, "max_bytes": max_bytes});
-    let answer = host::call("web.fetch", &request)?;
-    let fetched: Fetched = serde_json::from_value(answer)
-        .map_err(|e| ToolError::failed(format!("the host's fetch answer is malformed: {e}")))?;
-    let body = base64::engine::general_purpose::STANDARD
-        .decode(&fetched.body_base64)
-        .map_err(|e| ToolError::failed(format!("the host's fetch answer is malformed: {e}")))?;
-    abi::to_output(&output(fetched, body))
+    let fetched = host::fetch(&args.url, Some(args.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)))?;
+    abi::to_output(&output(fetched))
 }
 
 /// The body as text when it is UTF-8 (a cut body may end inside a character, which is
 /// dropped), else as base64.
-fn output(fetched: Fetched, body: Vec<u8>) -> Output {
+fn output(mut fetched: Fetched) -> Output {
+    let body = std::mem::take(&mut fetched.body);
     let bytes = body.len();
     let text = match String::from_utf8(body) {
         Ok(text) => Ok(text),
@@ -98,26 +81,27 @@ fn output(fetched: Fetched, body: Vec<u8>) -> Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn fetched(truncated: bool) -> Fetched {
+    fn fetched(truncated: bool, body: Vec<u8>) -> Fetched {
         Fetched {
             status: 200,
             url: "http://example.test/".to_owned(),
             redirects: Vec::new(),
             content_type: None,
             truncated,
-            body_base64: String::new(),
+            body,
         }
     }
 
     #[test]
     fn utf8_is_text_and_binary_is_base64() {
-        let text = output(fetched(false), "héllo".as_bytes().to_vec());
+        let text = output(fetched(false, "héllo".as_bytes().to_vec()));
         assert_eq!(
             (text.text.as_deref(), text.base64, text.bytes),
             (Some("héllo"), None, 6)
         );
-        let binary = output(fetched(false), vec![0xff, 0x00, 0x80]);
+        let binary = output(fetched(false, vec![0xff, 0x00, 0x80]));
         assert_eq!(
             (binary.text, binary.base64.as_deref()),
             (None, Some("/wCA"))
@@ -128,10 +112,10 @@ mod tests {
     fn a_cut_body_ending_inside_a_character_is_still_text() {
         let mut body = "ab".as_bytes().to_vec();
         body.push("é".as_bytes()[0]);
-        let cut = output(fetched(true), body.clone());
+        let cut = output(fetched(true, body.clone()));
         assert_eq!(cut.text.as_deref(), Some("ab"));
         // The same bytes from an uncut body are not UTF-8.
-        assert!(output(fetched(false), body).base64.is_some());
+        assert!(output(fetched(false, body)).base64.is_some());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Guest entry point of the `text.chunk` tool; the logic is [`locara_tools_builtin::text_chunk`].
 
 fn main() -> std::process::ExitCode {
-    locara_tools_builtin::abi::main_with(locara_tools_builtin::text_chunk)
+    locara_tools_builtin::text_chunk::main()
 }

@@ -1,9 +1,10 @@
-//! Tests for the tool ABI helpers: path mapping, argument parsing and error shaping.
+//! Tests for the workspace helpers: path mapping and error shaping.
 
 use std::io;
 use std::path::Path;
 
 use super::*;
+use crate::ErrorKind;
 
 fn resolve(user: &str) -> Result<(String, String), ToolError> {
     resolve_path(Path::new("/root/ws"), user).map(|p| (p.full.display().to_string(), p.display))

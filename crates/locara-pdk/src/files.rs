@@ -1,6 +1,7 @@
-//! Files in and out of a tool: the `blob_or_path` argument and the output directory.
+//! Files in and out of a tool: file arguments ([`Blob`]) and the output directory ([`OutDir`]).
 //!
-//! An argument whose manifest schema carries `"x-locara-blob": true` is either
+//! An argument whose manifest schema carries `"x-locara-blob": true` (a top-level field of
+//! type [`Blob`] in a `#[tool]` input gets that schema) is either
 //! `{"path": "..."}` (a file in the workspace, or one the host staged under `/tmp`) or
 //! `{"base64": "..."}`. A Locara host never hands a tool base64: it decodes the bytes once,
 //! writes them to `/tmp/in/<argument>` and passes `{"path": "/tmp/in/<argument>"}`, so a large
@@ -14,9 +15,13 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use crate::abi::{self, ToolError};
+use crate::ToolError;
+use crate::workspace as abi;
 
 /// Where the host collects the files a tool produces, inside the guest.
 pub const GUEST_OUT_DIR: &str = "/tmp/out";
@@ -25,6 +30,9 @@ pub const GUEST_OUT_DIR: &str = "/tmp/out";
 pub const GUEST_IN_DIR: &str = "/tmp/in";
 
 /// A file argument: a path, or the bytes themselves in base64.
+///
+/// As a top-level field of a tool's input it is a file the host stages for the tool: its
+/// schema carries `"x-locara-blob": true` (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Blob {
@@ -133,6 +141,31 @@ impl Blob {
     }
 }
 
+/// The schema the host recognises as a file argument (`docs/tool-abi.md` § Files in and out).
+impl JsonSchema for Blob {
+    fn schema_name() -> Cow<'static, str> {
+        "Blob".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "x-locara-blob": true,
+            "properties": {
+                "path": {"type": "string", "minLength": 1},
+                "base64": {"type": "string"}
+            },
+            "additionalProperties": false,
+            "minProperties": 1,
+            "maxProperties": 1
+        })
+    }
+}
+
 fn too_large(display: &str, max_bytes: u64) -> ToolError {
     ToolError::bad_args(format!(
         "{display} is larger than this tool accepts ({max_bytes} bytes)"
@@ -140,7 +173,7 @@ fn too_large(display: &str, max_bytes: u64) -> ToolError {
 }
 
 /// A file a tool produced, as named in its JSON result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct OutputFile {
     /// The file's name in the output directory; the host returns it under this name.
     pub file: String,
