@@ -3,8 +3,9 @@
 //! It reads one function's signature and doc comment and generates the program's `main` (the
 //! tool ABI) and a `__locara_tool_info()` giving the tool's id, version, description and
 //! schemas. It checks only what it can see in the syntax (no generics, no `self`, no `async`,
-//! a `Result` return, a doc comment, simple owned parameters) and reports each with a message
-//! that says what to write instead; whether the types can be (de)serialized and described by
+//! a `Result` return, a doc comment, simple owned parameters), and that the id follows
+//! `locara-manifest`'s naming rule, the one the registry applies; it reports each with a
+//! message that says what to write instead. Whether the types can be (de)serialized and described by
 //! a schema is left to the trait bounds of `locara_pdk::__private`, whose diagnostics say so.
 
 use proc_macro::TokenStream;
@@ -50,11 +51,8 @@ impl Parse for Attr {
             }
             input.parse::<Token![=]>()?;
             let value: LitStr = input.parse()?;
-            if !valid_id(&value.value()) {
-                return Err(syn::Error::new(
-                    value.span(),
-                    "a tool id is lowercase ASCII letters, digits, `-` and `.`-separated parts, e.g. \"text.shout\"",
-                ));
+            if let Err(error) = locara_manifest::ToolName::new(value.value()) {
+                return Err(syn::Error::new(value.span(), error.to_string()));
             }
             id = Some(value);
             if !input.is_empty() {
@@ -63,17 +61,6 @@ impl Parse for Attr {
         }
         Ok(Attr { id })
     }
-}
-
-fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.split('.').all(|part| {
-            !part.is_empty()
-                && part.starts_with(|c: char| c.is_ascii_lowercase())
-                && part
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        })
 }
 
 fn expand(attr: &Attr, func: &ItemFn) -> syn::Result<TokenStream2> {
@@ -123,7 +110,20 @@ fn expand(attr: &Attr, func: &ItemFn) -> syn::Result<TokenStream2> {
 
     let id = match &attr.id {
         Some(id) => quote!(#id),
-        None => quote!(::core::env!("CARGO_PKG_NAME")),
+        None => {
+            // The package name is the id: check it now rather than when the tool is published.
+            if let Ok(package) = std::env::var("CARGO_PKG_NAME")
+                && let Err(error) = locara_manifest::ToolName::new(package)
+            {
+                return Err(syn::Error::new(
+                    sig.ident.span(),
+                    format!(
+                        "the package name is this tool's id, and {error}; name the tool with `#[tool(id = \"...\")]`"
+                    ),
+                ));
+            }
+            quote!(::core::env!("CARGO_PKG_NAME"))
+        }
     };
     let vis = &func.vis;
     // One parameter of a named non-std type is the whole input; anything else (no

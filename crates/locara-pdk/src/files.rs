@@ -156,8 +156,12 @@ impl JsonSchema for Blob {
             "type": "object",
             "x-locara-blob": true,
             "properties": {
-                "path": {"type": "string", "minLength": 1},
-                "base64": {"type": "string"}
+                "path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "A file in the workspace (relative path or /workspace/...)"
+                },
+                "base64": {"type": "string", "description": "The file's bytes, standard base64"}
             },
             "additionalProperties": false,
             "minProperties": 1,

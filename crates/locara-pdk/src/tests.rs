@@ -246,7 +246,14 @@ fn a_blob_field_is_a_file_argument_the_host_stages() {
             "type": "object",
             "x-locara-blob": true,
             "description": "The document to read.",
-            "properties": {"path": {"type": "string", "minLength": 1}, "base64": {"type": "string"}},
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "A file in the workspace (relative path or /workspace/...)"
+                },
+                "base64": {"type": "string", "description": "The file's bytes, standard base64"}
+            },
             "additionalProperties": false,
             "minProperties": 1,
             "maxProperties": 1

@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 use crate::blob::Blob;
 
@@ -79,29 +81,65 @@ const MAX_INITIAL_TIMESTAMP: u32 = 50;
 /// Milliseconds per mel frame.
 const FRAME_MS: u64 = 10;
 
-#[derive(Debug, Deserialize)]
+/// `audio.transcribe`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The WAV file to transcribe (at most 64 MiB).
     source: Blob,
-    #[serde(default)]
+    /// The spoken language. Only "en" (English) is supported: the model is English-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", extend("enum" = ["en"], "default" = "en"))]
     language: Option<String>,
+    /// Where to start transcribing, in milliseconds from the beginning of the audio. Default 0. To continue a long recording, pass the previous call's next_start_ms.
     #[serde(default)]
+    #[schemars(range(max = 100_000_000))]
     start_ms: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A stretch of speech.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Segment {
+    /// When the segment starts, in milliseconds from the beginning of the audio.
     pub(crate) start_ms: u64,
+    /// When the segment ends, in milliseconds from the beginning of the audio (at least start_ms).
     pub(crate) end_ms: u64,
+    /// What was said in the segment.
+    #[schemars(length(min = 1))]
     pub(crate) text: String,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `audio.transcribe`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The transcript of this call's part of the audio: its segments' texts joined with spaces (empty if no speech was found).
     text: String,
+    /// The transcript in segments (usually a sentence or a phrase each), in time order.
     segments: Vec<Segment>,
+    /// The audio's length in milliseconds.
     duration_ms: u64,
+    /// null when the transcript reaches the end of the audio; otherwise where the untranscribed rest starts (ms): call again with the same source and start_ms set to this value.
     next_start_ms: Option<u64>,
+}
+
+/// Transcribes English speech in a WAV audio file to text, with timestamped segments, using
+/// the Whisper tiny.en model locally (no network). Give it a recording of someone speaking
+/// English (a voice memo, a meeting, a lecture); it returns the text and the segments with
+/// their start and end times in milliseconds from the beginning of the file. Only WAV is read
+/// (PCM 8/16/24/32-bit or 32/64-bit float, any sample rate, mono or multi-channel); convert
+/// other formats first. One call transcribes from start_ms up to about 10 to 30 seconds further
+/// (less when the speech is dense): when the file goes on, the result has next_start_ms, and
+/// you call again with start_ms set to it (same source) until next_start_ms is null, then join
+/// the texts. It only transcribes English (other languages come out as garbled English), it
+/// does not tell speakers apart, and as a small model it mishears some words, especially names
+/// and rare words; silence or noise gives no segments or a few spurious words (Whisper
+/// sometimes hears "you" or "Thank you." in silence). Slow: each call takes several seconds,
+/// about as long as the audio it covers.
+#[tool(id = "audio.transcribe")]
+pub fn audio_transcribe(args: Args) -> Result<Output, ToolError> {
+    transcribe(args, &abi::tool_root(), &models_dir())
 }
 
 /// The models directory: [`GUEST_MODELS_DIR`], or `LOCARA_MODELS_DIR` in native builds.
@@ -119,7 +157,10 @@ pub fn models_dir() -> PathBuf {
 /// Bad arguments (no such file, not a WAV file, too long, a language other than English) or
 /// a failure (a missing or corrupt model).
 pub fn run(input: Value, root: &Path, models: &Path) -> Result<Value, ToolError> {
-    let args: Args = abi::parse_args(input)?;
+    abi::to_output(&transcribe(abi::parse_args(input)?, root, models)?)
+}
+
+fn transcribe(args: Args, root: &Path, models: &Path) -> Result<Output, ToolError> {
     if let Some(language) = &args.language {
         let l = language.trim().to_ascii_lowercase();
         if !matches!(l.as_str(), "en" | "english") {
@@ -176,7 +217,7 @@ pub fn run(input: Value, root: &Path, models: &Path) -> Result<Value, ToolError>
         .map(|s| s.text.as_str())
         .collect::<Vec<_>>()
         .join(" ");
-    abi::to_output(&Output {
+    Ok(Output {
         text,
         segments,
         duration_ms,

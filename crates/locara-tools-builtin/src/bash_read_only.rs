@@ -12,6 +12,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 
 mod commands;
@@ -34,16 +36,41 @@ const MAX_STDOUT_BYTES: usize = 1024 * 1024;
 /// The largest amount of data one pipeline stage may produce.
 const MAX_STAGE_BYTES: usize = 64 * 1024 * 1024;
 
-#[derive(Debug, Deserialize)]
+/// `bash.read-only`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The command line, e.g. "grep -rn 'fn main' src | head -n 20".
+    #[schemars(length(min = 1, max = 10_000))]
     command: String,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `bash.read-only`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// What the last command of the pipeline printed (invalid UTF-8 replaced by U+FFFD).
     stdout: String,
+    /// The last command's exit status: 0 on success, 1 when grep selected no line.
+    #[schemars(range(min = 0, max = 255))]
     exit_code: i32,
+}
+
+/// Runs a read-only shell command line over the user's workspace (the working directory,
+/// /workspace). It is not a real shell: it runs no programs and supports only these built-in
+/// commands: ls [-l] [-a] [-F]; cat [-n]; head [-n N] [-c N]; tail [-n N|+N] [-c N]; wc [-l]
+/// [-w] [-c] [-m]; grep [-i] [-n] [-r] [-l] [-c] [-v] [-w] [-o] [-q] [-h] [-H] [-E] [-F] [-m N]
+/// [-e PATTERN] [--include=GLOB] [--exclude=GLOB] [--exclude-dir=GLOB] PATTERN [path...]; find
+/// [path...] [-name GLOB] [-iname GLOB] [-path GLOB] [-type f|d|l] [-maxdepth N] [-mindepth N];
+/// sort [-r] [-n] [-u] [-f]; uniq [-c] [-d] [-u] [-i]; pwd; echo [-n] [-e]. Commands can be
+/// joined with | and arguments quoted with '...' or "..."; unquoted *, ? and [...] expand to
+/// matching paths. Redirections, ;, &&, ||, $(...), backticks and variables are rejected. grep
+/// patterns are POSIX basic regular expressions as in grep (-E extended, -F literal text; no
+/// backreferences). Directory listings are sorted by name. Output beyond 1 MiB is cut.
+/// Read-only.
+#[tool(id = "bash.read-only")]
+pub fn bash_read_only(args: Args) -> Result<Output, ToolError> {
+    execute(&abi::root()?, &args.command)
 }
 
 /// Runs `bash.read-only` against the workspace at `root`.

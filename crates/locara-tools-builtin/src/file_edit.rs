@@ -10,6 +10,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 
 #[cfg(test)]
@@ -18,27 +20,54 @@ mod tests;
 /// How many line numbers an ambiguity error lists.
 const MAX_LINES_LISTED: usize = 5;
 
-#[derive(Debug, Deserialize)]
+/// One replacement.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Edit {
+pub struct Edit {
+    /// The exact text to find (copy it from the file, including whitespace).
+    #[schemars(length(min = 1))]
     old: String,
+    /// The text to put in its place (may be empty to delete old).
     new: String,
+    /// Replace every occurrence of old instead of requiring exactly one. Default false.
     #[serde(default)]
     replace_all: bool,
 }
 
-#[derive(Debug, Deserialize)]
+/// `file.edit`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The file to edit. Path relative to the workspace root (e.g. "src/main.rs"), or an absolute path starting with /workspace/.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The replacements to make, applied in order.
+    #[schemars(length(min = 1, max = 100))]
     edits: Vec<Edit>,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `file.edit`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The path that was edited, relative to the workspace.
     path: String,
+    /// The total number of replacements made by all edits.
+    #[schemars(range(min = 1))]
     replacements: u64,
+    /// The size of the file after the edits, in bytes.
     bytes_written: u64,
+}
+
+/// Edits a text file in the user's workspace by exact search and replace. Each edit replaces
+/// old with new; edits apply in order, each to the result of the previous ones. old must match
+/// the file exactly, including whitespace and indentation, and must occur exactly once unless
+/// replace_all is true: include enough surrounding lines to make it unique. All or nothing: if
+/// any edit fails, the file is left unchanged and the error names the failing edit. To create a
+/// file or replace all of it, use filesystem.write. Changes the user's files.
+#[tool(id = "file.edit")]
+pub fn file_edit(args: Args) -> Result<Output, ToolError> {
+    edit(&abi::root()?, &args)
 }
 
 /// Runs `file.edit` against the workspace at `root`.

@@ -11,6 +11,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 use crate::walk::{self, Flow, Kind};
 
@@ -22,17 +24,26 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// The largest `max_entries` accepted.
 pub(crate) const MAX_ENTRIES: usize = 10_000;
 
-#[derive(Debug, Deserialize)]
+/// `filesystem.list`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The directory to list. Path relative to the workspace root (e.g. "src/main.rs"), or an absolute path starting with /workspace/. Default "." (the workspace root).
     #[serde(default = "default_path")]
+    #[schemars(length(min = 1))]
     path: String,
+    /// Also list the contents of subdirectories, up to max_depth levels. Default false (direct children only).
     #[serde(default)]
     recursive: bool,
+    /// With recursive, how many levels to descend (1 = direct children only). Default 3.
     #[serde(default = "default_max_depth")]
+    #[schemars(range(min = 1, max = MAX_DEPTH))]
     max_depth: usize,
+    /// Stop after this many entries and set truncated. Default 1000.
     #[serde(default = "default_max_entries")]
+    #[schemars(range(min = 1, max = MAX_ENTRIES))]
     max_entries: usize,
+    /// Include entries whose names start with "." (and their contents). Default false.
     #[serde(default)]
     include_hidden: bool,
 }
@@ -49,18 +60,38 @@ fn default_max_entries() -> usize {
     1000
 }
 
-#[derive(Debug, Serialize)]
-struct EntryOut {
+/// One entry of the listing.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntryOut {
+    /// The entry's path relative to the workspace.
     path: String,
+    /// What the entry is; symlinks are not followed.
     kind: Kind,
+    /// Size in bytes for files; 0 for directories and symlinks.
     size: u64,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `filesystem.list`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The entries found, depth-first, each directory's children sorted by name.
     entries: Vec<EntryOut>,
+    /// The same listing as an indented text tree (directories end with "/", files show their size).
     tree: String,
+    /// True if max_entries was reached before the listing was complete.
     truncated: bool,
+}
+
+/// Lists a directory of the user's workspace. Returns entries (path relative to the workspace,
+/// kind file/dir/symlink, size in bytes) in a deterministic depth-first order sorted by name,
+/// plus tree, an indented text view that is easiest to read. Set recursive to true to descend
+/// up to max_depth levels. Hidden entries (names starting with ".") are skipped unless
+/// include_hidden is true; symlinks are shown but not followed. Read-only.
+#[tool(id = "filesystem.list")]
+pub fn filesystem_list(args: Args) -> Result<Output, ToolError> {
+    list(&abi::root()?, &args)
 }
 
 /// Runs `filesystem.list` against the workspace at `root`.

@@ -11,6 +11,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 
 #[cfg(test)]
@@ -21,12 +23,18 @@ pub(crate) const DEFAULT_MAX_BYTES: u64 = 1024 * 1024;
 /// The largest accepted `max_bytes`: 10 MiB.
 pub(crate) const MAX_MAX_BYTES: u64 = 10 * 1024 * 1024;
 
-#[derive(Debug, Deserialize)]
+/// `filesystem.read`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The file to read. Path relative to the workspace root (e.g. "src/main.rs"), or an absolute path starting with /workspace/.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The most bytes to return (1 to 10485760). Default 1048576 (1 MiB).
     #[serde(default = "default_max_bytes")]
+    #[schemars(range(min = 1, max = MAX_MAX_BYTES))]
     max_bytes: u64,
+    /// Byte offset to start reading at; must not exceed the file size. Default 0.
     #[serde(default)]
     offset: u64,
 }
@@ -35,13 +43,30 @@ fn default_max_bytes() -> u64 {
     DEFAULT_MAX_BYTES
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `filesystem.read`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The path that was read, relative to the workspace.
     path: String,
+    /// The bytes read, decoded as UTF-8 (invalid sequences replaced by U+FFFD).
     content: String,
+    /// How many bytes of the file content covers.
     bytes_read: u64,
+    /// The size of the whole file in bytes.
     total_bytes: u64,
+    /// True if the file continues after offset + bytes_read.
     truncated: bool,
+}
+
+/// Reads a text file from the user's workspace and returns its content as UTF-8 (invalid bytes
+/// become U+FFFD). Reads at most max_bytes (default 1 MiB) starting at byte offset; if truncated
+/// is true, call again with offset = offset + bytes_read to get the next piece (a cut never
+/// splits a UTF-8 character). Use filesystem.list or filesystem.search first if you are unsure
+/// of the path. Read-only.
+#[tool(id = "filesystem.read")]
+pub fn filesystem_read(args: Args) -> Result<Output, ToolError> {
+    read(&abi::root()?, &args)
 }
 
 /// Runs `filesystem.read` against the workspace at `root`.

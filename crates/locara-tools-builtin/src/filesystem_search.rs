@@ -12,6 +12,8 @@ use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError, WorkspacePath};
 use crate::glob::Glob;
 use crate::walk::{self, Entry, Flow, Kind};
@@ -30,7 +32,8 @@ const MATCH_CONTEXT_CHARS: usize = 60;
 /// Directories skipped below the search root.
 const SKIPPED_DIRS: [&str; 4] = [".git", ".hg", ".svn", "node_modules"];
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// What a search matches: names, or lines inside files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum Mode {
     Name,
@@ -38,21 +41,36 @@ enum Mode {
     Content,
 }
 
-#[derive(Debug, Deserialize)]
+/// `filesystem.search`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The text to look for (a regular expression if regex is true).
+    #[schemars(length(min = 1))]
     query: String,
+    /// "content": search inside files line by line; "name": match file and directory names. Default "content".
     #[serde(default)]
     mode: Mode,
+    /// The directory (or single file) to search. Path relative to the workspace root (e.g. "src/main.rs"), or an absolute path starting with /workspace/. Default ".".
     #[serde(default = "default_path")]
+    #[schemars(length(min = 1))]
     path: String,
-    #[serde(default)]
+    /// Only search files matching this glob. Without "/" it matches the file name ("*.py"); with "/" the path relative to path ("src/**/*.rs"). Supports *, **, ?, [abc] and {a,b}.
+    // The schema is a string's, not null: the field may be left out but not be null. The
+    // `skip_serializing_if` (this type is never serialized) keeps the schema from advertising
+    // `"default": null`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(min = 1))]
     glob: Option<String>,
+    /// Match case exactly. Default false.
     #[serde(default)]
     case_sensitive: bool,
+    /// Treat query as a regular expression (Rust regex syntax). Default false (literal text).
     #[serde(default)]
     regex: bool,
+    /// Stop after this many matches and set truncated. Default 100.
     #[serde(default = "default_max_results")]
+    #[schemars(range(min = 1, max = MAX_RESULTS))]
     max_results: usize,
 }
 
@@ -64,20 +82,44 @@ fn default_max_results() -> usize {
     100
 }
 
-#[derive(Debug, Serialize)]
-struct Match {
+/// One match: a file or directory (name mode), or a line of a file (content mode).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    /// The matching file or directory, relative to the workspace.
     path: String,
+    /// Content mode only: the 1-based line number.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64", range(min = 1))]
     line: Option<u64>,
+    /// Content mode only: the matching line, trimmed, cut to 300 characters around the match (cuts marked with …).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(max = MAX_TEXT_CHARS))]
     text: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `filesystem.search`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The matches, in path order and then line order.
     matches: Vec<Match>,
+    /// How many files (content mode) or entries (name mode) were examined.
     files_scanned: u64,
+    /// True if max_results was reached and more matches may exist.
     truncated: bool,
+}
+
+/// Searches the user's workspace. mode "content" (default) returns every line containing
+/// query, with its path and 1-based line number; mode "name" returns files and directories
+/// whose name contains query (or whose relative path does, if query contains "/"). query is
+/// literal text unless regex is true (Rust regex syntax), and matching ignores case unless
+/// case_sensitive is true. glob restricts which files are searched (e.g. "*.rs",
+/// "src/**/*.ts"). Binary files and .git, .hg, .svn and node_modules directories are skipped.
+/// Read-only.
+#[tool(id = "filesystem.search")]
+pub fn filesystem_search(args: Args) -> Result<Output, ToolError> {
+    search(&abi::root()?, &args)
 }
 
 /// Runs `filesystem.search` against the workspace at `root`.

@@ -10,12 +10,15 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 
 #[cfg(test)]
 mod tests;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// How a write treats an existing file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum Mode {
     #[default]
@@ -24,22 +27,43 @@ enum Mode {
     Append,
 }
 
-#[derive(Debug, Deserialize)]
+/// `filesystem.write`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The file to write. Path relative to the workspace root (e.g. "src/main.rs"), or an absolute path starting with /workspace/.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The text to write, exactly as it should appear in the file (UTF-8).
     content: String,
+    /// "create": new file only, fails if it exists; "overwrite": replace the whole file; "append": add to the end. Default "create".
     #[serde(default)]
     mode: Mode,
+    /// Create missing parent directories. Default false (a missing parent is an error).
     #[serde(default)]
     create_dirs: bool,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `filesystem.write`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The path that was written, relative to the workspace.
     path: String,
+    /// How many bytes were written.
     bytes_written: u64,
+    /// True if the file did not exist before this call.
     created: bool,
+}
+
+/// Writes text to a file in the user's workspace. mode "create" (the default) makes a new file
+/// and fails if the file already exists; "overwrite" replaces the whole file; "append" adds to
+/// its end (creating it if missing). Set create_dirs to true to create missing parent
+/// directories. For small changes to an existing file, prefer file.edit. Changes the user's
+/// files.
+#[tool(id = "filesystem.write")]
+pub fn filesystem_write(args: Args) -> Result<Output, ToolError> {
+    write(&abi::root()?, &args)
 }
 
 /// Runs `filesystem.write` against the workspace at `root`.

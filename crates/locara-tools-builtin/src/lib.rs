@@ -1,36 +1,36 @@
 //! Locara's built-in tools: guest code, compiled to one `wasm32-wasip1` command module per tool.
 //!
 //! Each tool is a cargo bin (`src/bin/<bin>.rs`, the tool id with dots turned into dashes)
-//! that only hands a function from this library to [`abi::main_with`] or
-//! [`abi::main_with_root`]. The logic lives here so it also builds and is unit-tested on the
-//! host, against real temporary directories instead of `/workspace`.
+//! that only calls the `main` that `#[locara_pdk::tool]` generated in this library, or hands a
+//! function from it to [`abi::main_with`]. The logic lives here so it also builds and is
+//! unit-tested on the host, against real temporary directories instead of `/workspace`.
 //!
 //! This crate sits outside the host's layers: no host crate depends on it, and it knows
 //! nothing about manifests, registries or sandboxes. The manifest templates for the tools
 //! live next to it in `manifests/<id>.json`. It spawns no threads (wasip1 cannot), and it
 //! does not defend against `..` in paths: the host jails every guest.
 //!
-//! | tool id              | bin                  | function               |
-//! |----------------------|----------------------|------------------------|
-//! | `filesystem.read`    | `filesystem-read`    | [`filesystem_read`]    |
-//! | `filesystem.write`   | `filesystem-write`   | [`filesystem_write`]   |
-//! | `filesystem.list`    | `filesystem-list`    | [`filesystem_list`]    |
-//! | `filesystem.search`  | `filesystem-search`  | [`filesystem_search`]  |
-//! | `file.edit`          | `file-edit`          | [`file_edit`]          |
-//! | `bash.read-only`     | `bash-read-only`     | [`bash_read_only`]     |
-//! | `text.chunk`         | `text-chunk`         | [`text_chunk`]         |
-//! | `code-exec.lua`      | `code-exec-lua`      | [`code_exec_lua::main`] |
-//! | `audio.detect-silence` | `audio-detect-silence` | [`audio_detect_silence`] |
-//! | `image.resize`       | `image-resize`       | [`image_resize`]       |
-//! | `image.format-convert` | `image-format-convert` | [`image_format_convert`] |
-//! | `pdf.extract-text`   | `pdf-extract-text`   | [`pdf_extract_text`]   |
-//! | `pdf.split`          | `pdf-split`          | [`pdf_split`]          |
-//! | `ocr`                | `ocr`                | [`ocr()`] (models in `/models`) |
-//! | `audio.transcribe`   | `audio-transcribe`   | [`audio_transcribe::run`] |
-//! | `web.fetch`          | `web-fetch`          | [`web_fetch`] (host service) |
-//! | `text.summarize`     | `text-summarize`     | [`text_summarize`] (host service) |
-//! | `text.translate`     | `text-translate`     | [`text_translate`] (host service) |
-//! | `text.classify`      | `text-classify`      | [`text_classify`] (host service) |
+//! | tool id | bin | logic |
+//! |---|---|---|
+//! | `filesystem.read` | `filesystem-read` | [`filesystem_read`](mod@filesystem_read) (`#[tool]`) |
+//! | `filesystem.write` | `filesystem-write` | [`filesystem_write`](mod@filesystem_write) (`#[tool]`) |
+//! | `filesystem.list` | `filesystem-list` | [`filesystem_list`](mod@filesystem_list) (`#[tool]`) |
+//! | `filesystem.search` | `filesystem-search` | [`filesystem_search`](mod@filesystem_search) (`#[tool]`) |
+//! | `file.edit` | `file-edit` | [`file_edit`](mod@file_edit) (`#[tool]`) |
+//! | `bash.read-only` | `bash-read-only` | [`bash_read_only`](mod@bash_read_only) (`#[tool]`) |
+//! | `text.chunk` | `text-chunk` | [`text_chunk`](mod@text_chunk) (`#[tool]`) |
+//! | `code-exec.lua` | `code-exec-lua` | [`code_exec_lua::main`] (its own `main`) |
+//! | `audio.detect-silence` | `audio-detect-silence` | [`audio_detect_silence()`] (`abi::main_with`) |
+//! | `image.resize` | `image-resize` | [`image_resize()`] (`abi::main_with`) |
+//! | `image.format-convert` | `image-format-convert` | [`image_format_convert()`] (`abi::main_with`) |
+//! | `pdf.extract-text` | `pdf-extract-text` | [`pdf_extract_text`](mod@pdf_extract_text) (`#[tool]`) |
+//! | `pdf.split` | `pdf-split` | [`pdf_split`](mod@pdf_split) (`#[tool]`) |
+//! | `ocr` | `ocr` | [`ocr`](mod@ocr) (`#[tool]`), models in `/models` |
+//! | `audio.transcribe` | `audio-transcribe` | [`audio_transcribe`](mod@audio_transcribe) (`#[tool]`) |
+//! | `web.fetch` | `web-fetch` | [`web_fetch`](mod@web_fetch) (`#[tool]`), host service |
+//! | `text.summarize` | `text-summarize` | [`text_llm::summarize`](mod@text_llm::summarize) (`#[tool]`), host service |
+//! | `text.translate` | `text-translate` | [`text_llm::translate`](mod@text_llm::translate) (`#[tool]`), host service |
+//! | `text.classify` | `text-classify` | [`text_llm::classify`](mod@text_llm::classify) (`#[tool]`), host service |
 //!
 //! The last four ask the host for what the sandbox cannot give (the network, the app's
 //! language model) through [`host`]; the host decides from the manifest and the app's grants.
@@ -44,24 +44,24 @@ pub mod code_exec_lua;
 pub use locara_pdk::host;
 
 mod audio_detect_silence;
-mod bash_read_only;
-mod file_edit;
-mod filesystem_list;
-mod filesystem_read;
-mod filesystem_search;
-mod filesystem_write;
+pub mod bash_read_only;
+pub mod file_edit;
+pub mod filesystem_list;
+pub mod filesystem_read;
+pub mod filesystem_search;
+pub mod filesystem_write;
 mod glob;
 mod image_format_convert;
 mod image_io;
 mod image_resize;
-mod ocr;
+pub mod ocr;
 mod pdf;
-mod pdf_extract_text;
-mod pdf_split;
+pub mod pdf_extract_text;
+pub mod pdf_split;
 pub mod text_chunk;
-mod text_llm;
+pub mod text_llm;
 mod walk;
-mod web_fetch;
+pub mod web_fetch;
 
 #[cfg(test)]
 mod tests;
@@ -81,7 +81,8 @@ pub use crate::{
     pdf_split::run as pdf_split,
     text_chunk::run as text_chunk,
     text_llm::{
-        classify as text_classify, summarize as text_summarize, translate as text_translate,
+        classify::run as text_classify, summarize::run as text_summarize,
+        translate::run as text_translate,
     },
     web_fetch::run as web_fetch,
 };

@@ -22,6 +22,8 @@ use rten_tensor::{NdTensor, NdTensorView};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 use crate::blob::Blob;
 
@@ -43,25 +45,34 @@ const MAX_IMAGE_SIDE: u32 = 20_000;
 /// The most memory image decoding may allocate.
 const MAX_DECODE_BYTES: u64 = 512 * 1024 * 1024;
 
-#[derive(Debug, Deserialize)]
+/// `ocr`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The image to read: a PNG or JPEG file (photo, screenshot, scan or rendered page). PDFs are not accepted: extract a PDF's text with a PDF tool, or render its pages to PNG first.
     source: Blob,
+    /// The script to expect. "auto" (default) reads Latin script and Chinese. "en" reads Latin script only (English and other Latin-alphabet languages): the reader never outputs Chinese characters or full-width punctuation, which avoids look-alike substitutions on Latin text.
     #[serde(default)]
     language: Language,
+    /// The longest side, in pixels, the image is scaled down to for finding text (a multiple of 32, at most 2560). Default 960 suits pages and screenshots; raise it (e.g. 1600 or 2048) for small print on a large, high-resolution scan, at the cost of time and memory (about 480 MB at 2048). Images smaller than this are not enlarged.
     #[serde(default = "default_max_side")]
+    #[schemars(range(min = 320, max = 2560), extend("multipleOf" = 32))]
     max_side: u32,
+    /// Text boxes read with a confidence below this (0 to 1) are left out. Default 0.5; lower it to keep doubtful text, raise it (e.g. 0.8) to keep only clear text.
     #[serde(default = "default_min_confidence")]
+    #[schemars(range(min = 0.0, max = 1.0))]
     min_confidence: f32,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+// The variants have no doc comments, which would make the schema a `oneOf` of constants:
+// `language`'s description says what each means. `Serialize` puts the default in the schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum Language {
-    /// Latin and Chinese (everything the model knows).
+    // Latin and Chinese (everything the model knows).
     #[default]
     Auto,
-    /// Latin script only: the decoder never emits CJK characters or full-width punctuation.
+    // Latin script only: the decoder never emits CJK characters or full-width punctuation.
     En,
 }
 
@@ -76,29 +87,68 @@ fn default_min_confidence() -> f32 {
 /// The accepted range of `max_side`.
 const MAX_SIDE_RANGE: std::ops::RangeInclusive<u32> = 320..=2560;
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `ocr`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// All the text read, one line of the image per line (boxes on the same line joined by a space); empty when no text was found.
     text: String,
+    /// The text boxes in reading order: top to bottom, then left to right.
     blocks: Vec<Block>,
+    /// The mean confidence of the blocks; 0 when none was found.
+    #[schemars(range(min = 0.0, max = 1.0))]
     confidence: f64,
+    /// The image's width in pixels.
+    #[schemars(range(min = 1))]
     width: u32,
+    /// The image's height in pixels.
+    #[schemars(range(min = 1))]
     height: u32,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Block {
+    /// The text in this box.
+    #[schemars(length(min = 1))]
     text: String,
+    /// The box's axis-aligned bounds in pixels of the original image, origin at the top-left.
     #[serde(rename = "box")]
     bounds: BoxXywh,
+    /// How sure the reader is of this box's text, 0 to 1 (mean per-character probability).
+    #[schemars(range(min = 0.0, max = 1.0))]
     confidence: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct BoxXywh {
+    /// Left edge.
     x: u32,
+    /// Top edge.
     y: u32,
+    /// Width.
+    #[schemars(range(min = 1))]
     width: u32,
+    /// Height.
+    #[schemars(range(min = 1))]
     height: u32,
+}
+
+/// Reads the printed or on-screen text in a PNG or JPEG image (scan, photo of a document,
+/// screenshot, rendered page) and returns it as plain text plus one block per detected text
+/// line with its bounding box in image pixels and a confidence. Runs PaddleOCR's PP-OCRv4
+/// detection and recognition models locally. It reads Latin script (English and other
+/// Latin-alphabet languages, digits, punctuation) and Chinese; handwriting, stylized fonts and
+/// text smaller than about 8 pixels high are read poorly. Lines are returned top to bottom, and
+/// text boxes on the same line left to right joined by a space; columns and tables are not
+/// reconstructed. Text rotated by more than about 45 degrees or upside down is not supported.
+/// PDFs are out of scope: use a PDF text-extraction tool, or render pages to PNG first. Time
+/// grows with the amount of text: a few lines take a second or two, a dense page of 45 lines 30
+/// to 60 seconds.
+#[tool(id = "ocr")]
+pub fn ocr(args: Args) -> Result<Output, ToolError> {
+    read(args, &abi::tool_root(), Path::new("/models"))
 }
 
 /// Runs `ocr`; `root` is the workspace, `models` the directory holding the model files.
@@ -107,7 +157,10 @@ struct BoxXywh {
 /// Bad arguments (a missing or undecodable image, out-of-range options), missing or broken
 /// model files, or a model that fails to run.
 pub fn run(input: Value, root: &Path, models: &Path) -> Result<Value, ToolError> {
-    let args: Args = abi::parse_args(input)?;
+    abi::to_output(&read(abi::parse_args(input)?, root, models)?)
+}
+
+fn read(args: Args, root: &Path, models: &Path) -> Result<Output, ToolError> {
     if !MAX_SIDE_RANGE.contains(&args.max_side) || !args.max_side.is_multiple_of(detect::DET_ALIGN)
     {
         return Err(ToolError::bad_args(format!(
@@ -126,7 +179,7 @@ pub fn run(input: Value, root: &Path, models: &Path) -> Result<Value, ToolError>
     let bytes = args.source.read(root, MAX_INPUT_BYTES)?;
     let img = decode_image(&bytes, &args.source)?;
     let engine = Engine::load(models)?;
-    abi::to_output(&engine.read(&img, &args)?)
+    engine.read(&img, &args)
 }
 
 fn decode_image(bytes: &[u8], source: &Blob) -> Result<RgbImage, ToolError> {

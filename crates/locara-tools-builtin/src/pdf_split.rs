@@ -15,6 +15,8 @@ use lopdf::{Dictionary, Document, Object, ObjectId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 use crate::blob::{Blob, OutDir};
 use crate::pdf::{self, Encryption, Pdf};
@@ -25,27 +27,66 @@ mod tests;
 /// The most parts one call may produce.
 pub(crate) const MAX_PARTS: usize = 1000;
 
-#[derive(Debug, Deserialize)]
+/// `pdf.split`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The PDF to split (at most 100 MiB).
     source: Blob,
-    #[serde(default)]
+    /// One output file per entry, each a page list. Pages are numbered from 1 as the PDF orders them (not by printed page labels such as "iv"); write a page ("5"), a range ("1-3"), a range to the last page ("4-end"), or several separated by commas ("1-3,7,10-end"). Example: ["1-2", "3", "4-end"] makes three files. A page may appear in only one entry; a page past the end is an error that gives the page count. Give either ranges or every, not both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        with = "Vec<String>",
+        length(min = 1, max = 1000),
+        inner(length(min = 1))
+    )]
     ranges: Option<Vec<String>>,
-    #[serde(default)]
+    /// Cut the whole PDF into consecutive parts of this many pages (the last part may be shorter); 1 makes one file per page. Give either ranges or every, not both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32", range(min = 1))]
     every: Option<u32>,
 }
 
-#[derive(Debug, Serialize)]
-struct Part {
+/// One output file.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    /// The output file's name (part-001.pdf, ...), as returned by the host.
+    #[schemars(regex(pattern = r"^part-[0-9]{3,4}\.pdf$"))]
     file: String,
+    /// The file's size in bytes.
+    #[schemars(range(min = 1))]
     bytes: u64,
+    /// The source pages in this file, in their order in it.
+    #[schemars(length(min = 1), inner(range(min = 1)))]
     pages: Vec<u32>,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// `pdf.split`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The number of pages in the source PDF.
+    #[schemars(range(min = 1))]
     page_count: u32,
+    /// The output files, in order.
+    #[schemars(length(min = 1))]
     parts: Vec<Part>,
+}
+
+/// Splits a PDF into smaller standalone PDF files, e.g. to pull out a chapter, separate the
+/// documents of a scanned bundle, or make one file per page. Pass either ranges (a list of page
+/// lists, one output file per entry, pages in the order written) or every (cut into
+/// consecutive groups of that many pages); pages not in any range are simply left out, so
+/// ranges ["3-5"] extracts pages 3-5 into one file. The files are named part-001.pdf,
+/// part-002.pdf, ... in the order of the parts and are returned to the caller as output files;
+/// each is a complete PDF with its pages' fonts, images and annotations, and without the rest
+/// of the document (bookmarks, form-level data and links to pages outside the part are
+/// dropped). Encrypted PDFs are refused: the user must decrypt them first. At most 1000 parts
+/// per call.
+#[tool(id = "pdf.split")]
+pub fn pdf_split(args: Args) -> Result<Output, ToolError> {
+    split(args, &abi::tool_root(), &OutDir::guest())
 }
 
 /// Runs `pdf.split`, writing `part-001.pdf`, … into `out`.
@@ -55,7 +96,10 @@ struct Output {
 /// that are empty, malformed, out of range or overlapping, and for a bad `every`; failed when
 /// a part cannot be written.
 pub fn run(input: Value, root: &Path, out: &OutDir) -> Result<Value, ToolError> {
-    let args: Args = abi::parse_args(input)?;
+    abi::to_output(&split(abi::parse_args(input)?, root, out)?)
+}
+
+fn split(args: Args, root: &Path, out: &OutDir) -> Result<Output, ToolError> {
     // Check the arguments that do not need the file before reading it.
     match (&args.ranges, args.every) {
         (Some(_), Some(_)) => {
@@ -111,7 +155,7 @@ pub fn run(input: Value, root: &Path, out: &OutDir) -> Result<Value, ToolError> 
             pages,
         });
     }
-    abi::to_output(&Output { page_count, parts })
+    Ok(Output { page_count, parts })
 }
 
 fn too_many_parts(n: usize) -> ToolError {

@@ -211,7 +211,23 @@ fn schema_defaults_match_the_code() {
 /// The built-in tools written with `#[locara_pdk::tool]`: the id, version, description and
 /// schemas in their manifest templates are the code's.
 fn tools_from_code() -> Vec<ToolInfo> {
-    vec![super::text_chunk::__locara_tool_info()]
+    vec![
+        super::audio_transcribe::__locara_tool_info(),
+        super::ocr::__locara_tool_info(),
+        super::pdf_extract_text::__locara_tool_info(),
+        super::pdf_split::__locara_tool_info(),
+        super::text_chunk::__locara_tool_info(),
+        super::filesystem_read::__locara_tool_info(),
+        super::filesystem_list::__locara_tool_info(),
+        super::filesystem_search::__locara_tool_info(),
+        super::filesystem_write::__locara_tool_info(),
+        super::file_edit::__locara_tool_info(),
+        super::bash_read_only::__locara_tool_info(),
+        super::text_llm::classify::__locara_tool_info(),
+        super::text_llm::summarize::__locara_tool_info(),
+        super::text_llm::translate::__locara_tool_info(),
+        super::web_fetch::__locara_tool_info(),
+    ]
 }
 
 /// The built-in tools whose manifests are still written by hand, and why.
@@ -225,23 +241,12 @@ const HAND_WRITTEN: &[(&str, &str)] = &[
         "an interpreter tool: the module is QuickJS, not Rust",
     ),
     ("audio.detect-silence", "not migrated yet"),
-    ("audio.transcribe", "not migrated yet"),
-    ("bash.read-only", "not migrated yet"),
-    ("code-exec.lua", "not migrated yet"),
-    ("file.edit", "not migrated yet"),
-    ("filesystem.list", "not migrated yet"),
-    ("filesystem.read", "not migrated yet"),
-    ("filesystem.search", "not migrated yet"),
-    ("filesystem.write", "not migrated yet"),
+    (
+        "code-exec.lua",
+        "writes its result to stdout as it builds it and lets os.exit end the program mid-run; a #[tool] function returns one value, so it keeps its own main",
+    ),
     ("image.format-convert", "not migrated yet"),
     ("image.resize", "not migrated yet"),
-    ("ocr", "not migrated yet"),
-    ("pdf.extract-text", "not migrated yet"),
-    ("pdf.split", "not migrated yet"),
-    ("text.classify", "not migrated yet"),
-    ("text.summarize", "not migrated yet"),
-    ("text.translate", "not migrated yet"),
-    ("web.fetch", "not migrated yet"),
 ];
 
 /// Set to rewrite the templates' code-derived fields from the code instead of failing.

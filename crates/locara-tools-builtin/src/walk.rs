@@ -8,20 +8,24 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use locara_pdk::JsonSchema;
 use serde::Serialize;
 
 #[cfg(test)]
 mod tests;
 
 /// The kind of a directory entry, as reported to callers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+// The variants carry plain comments, not doc comments: documented variants would make its JSON
+// Schema a `oneOf` of described constants instead of the plain `enum` of names that the tools'
+// output schemas give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Kind {
-    /// A regular file (or anything that is neither a directory nor a symlink).
+    // A regular file (or anything that is neither a directory nor a symlink).
     File,
-    /// A directory.
+    // A directory.
     Dir,
-    /// A symbolic link (not followed).
+    // A symbolic link (not followed).
     Symlink,
 }
 

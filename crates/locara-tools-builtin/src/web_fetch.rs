@@ -6,42 +6,75 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::abi::{self, ToolError};
+use locara_pdk::{JsonSchema, tool};
+
+use crate::abi::ToolError;
 use crate::host::{self, Fetched};
 
 /// How much of a body is read when the caller does not say.
 const DEFAULT_MAX_BYTES: u64 = 1 << 20;
 
-#[derive(Debug, Deserialize)]
+/// `web.fetch`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The absolute http URL to fetch.
+    #[schemars(length(min = 1, max = 8192))]
     url: String,
-    #[serde(default)]
-    max_bytes: Option<u64>,
+    /// The most bytes of the body to return; a longer body is cut. Default 1 MiB.
+    #[serde(default = "default_max_bytes")]
+    #[schemars(range(min = 1, max = 4_194_304))]
+    max_bytes: u64,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+fn default_max_bytes() -> u64 {
+    DEFAULT_MAX_BYTES
+}
+
+/// `web.fetch`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The HTTP status of the last response.
+    #[schemars(range(min = 100, max = 999))]
     status: u16,
+    /// The URL of the last response, after any redirects.
     url: String,
+    /// The URLs redirected to, in order.
     redirects: Vec<String>,
+    /// The Content-Type header, if any.
     content_type: Option<String>,
+    /// The number of body bytes returned.
     bytes: usize,
+    /// Whether the body was longer than max_bytes and was cut.
     truncated: bool,
+    /// The body, when it is UTF-8.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     text: Option<String>,
+    /// The body in base64, when it is not UTF-8.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     base64: Option<String>,
 }
 
-/// Runs `web.fetch`.
+/// Fetches a URL with HTTP GET and returns the status, the final URL after redirects, the
+/// content type and the body: as text when it is UTF-8, else as base64. Only hosts the app
+/// allows can be reached, and every redirect is checked against the same list: a refused URL
+/// is an error naming the allowed hosts. The body is cut at max_bytes (truncated: true). http
+/// and https; a host name resolving to a private or loopback address is refused unless the app
+/// grants that address. No file access.
+#[tool(id = "web.fetch")]
+pub fn web_fetch(args: Args) -> Result<Output, ToolError> {
+    Ok(output(host::fetch(&args.url, Some(args.max_bytes))?))
+}
+
+/// Runs `web.fetch` on a JSON input.
 ///
 /// # Errors
-/// A refused URL ([`abi::ErrorKind::BadArgs`]), or a fetch that failed.
+/// A refused URL ([`crate::abi::ErrorKind::BadArgs`]), or a fetch that failed.
 pub fn run(input: Value) -> Result<Value, ToolError> {
-    let args: Args = abi::parse_args(input)?;
-    let fetched = host::fetch(&args.url, Some(args.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)))?;
-    abi::to_output(&output(fetched))
+    __locara_tool_call(input)
 }
 
 /// The body as text when it is UTF-8 (a cut body may end inside a character, which is

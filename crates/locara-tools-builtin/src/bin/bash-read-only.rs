@@ -1,5 +1,5 @@
-//! Guest entry point of the `bash.read-only` tool; the logic is [`locara_tools_builtin::bash_read_only`].
+//! Guest entry point of the `bash.read-only` tool; the logic is [`locara_tools_builtin::bash_read_only`](mod@locara_tools_builtin::bash_read_only).
 
 fn main() -> std::process::ExitCode {
-    locara_tools_builtin::abi::main_with_root(locara_tools_builtin::bash_read_only)
+    locara_tools_builtin::bash_read_only::main()
 }

@@ -1,5 +1,5 @@
-//! Guest entry point of the `filesystem.list` tool; the logic is [`locara_tools_builtin::filesystem_list`].
+//! Guest entry point of the `filesystem.list` tool; the logic is [`locara_tools_builtin::filesystem_list`](mod@locara_tools_builtin::filesystem_list).
 
 fn main() -> std::process::ExitCode {
-    locara_tools_builtin::abi::main_with_root(locara_tools_builtin::filesystem_list)
+    locara_tools_builtin::filesystem_list::main()
 }

@@ -1,5 +1,5 @@
-//! Guest entry point of the `filesystem.write` tool; the logic is [`locara_tools_builtin::filesystem_write`].
+//! Guest entry point of the `filesystem.write` tool; the logic is [`locara_tools_builtin::filesystem_write`](mod@locara_tools_builtin::filesystem_write).
 
 fn main() -> std::process::ExitCode {
-    locara_tools_builtin::abi::main_with_root(locara_tools_builtin::filesystem_write)
+    locara_tools_builtin::filesystem_write::main()
 }

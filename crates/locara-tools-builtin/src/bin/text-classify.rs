@@ -1,5 +1,5 @@
-//! Guest entry point of the `text.classify` tool; the logic is [`locara_tools_builtin::text_classify`].
+//! Guest entry point of the `text.classify` tool; the logic is [`locara_tools_builtin::text_llm::classify`].
 
 fn main() -> std::process::ExitCode {
-    locara_tools_builtin::abi::main_with(locara_tools_builtin::text_classify)
+    locara_tools_builtin::text_llm::classify::main()
 }

@@ -1,5 +1,5 @@
-//! Guest entry point of the `web.fetch` tool; the logic is [`locara_tools_builtin::web_fetch`].
+//! Guest entry point of the `web.fetch` tool; the logic is [`locara_tools_builtin::web_fetch`](mod@locara_tools_builtin::web_fetch).
 
 fn main() -> std::process::ExitCode {
-    locara_tools_builtin::abi::main_with(locara_tools_builtin::web_fetch)
+    locara_tools_builtin::web_fetch::main()
 }
