@@ -1,5 +1,6 @@
 //! Writing a tool from nothing with the CLI: `locara new tool`, the crate's own test,
-//! `locara build` (schemas from the code), `keygen`, `publish` and `run`.
+//! `locara build` (schemas from the code), `keygen`, `publish` and `run`; and the edit-run
+//! loop, `locara dev`, with `locara run` after each change.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -61,7 +62,12 @@ fn a_scaffolded_tool_is_tested_built_published_and_run() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
     let bad = locara(&home, &["new", "tool", "Text Stats"], &work, &target);
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid tool id"));
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid tool name `Text Stats`"));
+    // A valid tool id whose last part could not name the function is refused too.
+    let bad = locara(&home, &["new", "tool", "image.3d"], &work, &target);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("must start with a letter"));
 
     // The crate's own test runs natively.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -203,4 +209,209 @@ fn a_scaffolded_tool_is_tested_built_published_and_run() {
         "{}",
         String::from_utf8_lossy(&tampered.stderr)
     );
+}
+
+/// `locara dev`'s stdout, a line at a time, and where its stderr goes, for messages.
+struct DevLoop {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: std::path::PathBuf,
+}
+
+impl DevLoop {
+    /// The next line `locara dev` prints, within `timeout`.
+    fn next_line(&self, timeout: std::time::Duration) -> String {
+        match self.lines.recv_timeout(timeout) {
+            Ok(line) => line,
+            Err(e) => panic!(
+                "no line from locara dev within {timeout:?} ({e}); its stderr:\n{}",
+                std::fs::read_to_string(&self.stderr).unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Asserts that nothing is printed for `time`: the loop is idle, waiting for a change.
+    fn quiet_for(&self, time: std::time::Duration) {
+        if let Ok(line) = self.lines.recv_timeout(time) {
+            panic!("locara dev printed {line:?} though nothing changed");
+        }
+    }
+}
+
+impl DevLoop {
+    /// Stops `locara dev` by its pid and waits for it.
+    fn stop(mut self) {
+        self.child.kill().expect("kill locara dev");
+        let status = self.child.wait().expect("wait for locara dev");
+        assert!(!status.success(), "locara dev ended by itself: {status}");
+    }
+}
+
+impl Drop for DevLoop {
+    /// Stops `locara dev` by its pid, however the test ends.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn locara_dev_republishes_on_every_change_and_survives_a_broken_build() {
+    use std::io::BufRead as _;
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(&work).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap().join("authoring");
+
+    ok(
+        &locara(&home, &["new", "tool", "dev.greet"], &work, &target),
+        "locara new tool",
+    );
+    ok(
+        &locara(
+            &home,
+            &["keygen", "--publisher", "acme", "--out", "keys"],
+            &work,
+            &target,
+        ),
+        "locara keygen",
+    );
+    // An untrusted key is refused at once: every build is verified when it is pinned.
+    let untrusted = locara(
+        &home,
+        &["dev", "dev-greet", "--key", "keys/acme.secret.json"],
+        &work,
+        &target,
+    );
+    assert!(!untrusted.status.success());
+    assert!(
+        String::from_utf8_lossy(&untrusted.stderr).contains("is not trusted"),
+        "{}",
+        String::from_utf8_lossy(&untrusted.stderr)
+    );
+    std::fs::create_dir_all(home.join("trust")).unwrap();
+    std::fs::copy(
+        work.join("keys/acme.pub.json"),
+        home.join("trust/acme.pub.json"),
+    )
+    .unwrap();
+
+    let stderr = dir.path().join("dev.stderr");
+    let mut command = Command::new(crate::mcp_server::locara());
+    command
+        .arg("--home")
+        .arg(&home)
+        .args(["dev", "dev-greet", "--key", "keys/acme.secret.json"])
+        .current_dir(&work)
+        .env("CARGO_TARGET_DIR", &target)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap());
+    without_wrappers(&mut command);
+    let mut child = command.spawn().expect("start locara dev");
+    let stdout = child.stdout.take().unwrap();
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let dev = DevLoop {
+        child,
+        lines,
+        stderr,
+    };
+    // The first build compiles the crate's dependencies (unless the other test did already).
+    let (first, later) = (Duration::from_secs(900), Duration::from_secs(300));
+    let run = || {
+        let out = ok(
+            &locara(
+                &home,
+                &["run", "dev.greet", "--arg", "text=hello wide world"],
+                &work,
+                &target,
+            ),
+            "locara run",
+        );
+        serde_json::from_str::<Value>(&out).unwrap()
+    };
+
+    let line = dev.next_line(first);
+    assert!(
+        line.starts_with("published dev.greet@0.1.0-dev.1 (sha256 "),
+        "{line}"
+    );
+    assert_eq!(run(), json!({"words": 3, "characters": 16}));
+    // The manifest.json the build rewrote (description, schemas) does not start another cycle.
+    dev.quiet_for(Duration::from_secs(2));
+
+    let main_rs = work.join("dev-greet/src/main.rs");
+    let source = std::fs::read_to_string(&main_rs).unwrap();
+    let count = "characters: args.text.chars().count(),";
+    assert!(source.contains(count), "{source}");
+    let times_ten = source.replace(count, "characters: args.text.chars().count() * 10,");
+    std::fs::write(&main_rs, &times_ten).unwrap();
+    let line = dev.next_line(later);
+    assert!(
+        line.starts_with("published dev.greet@0.1.0-dev.2 "),
+        "{line}"
+    );
+    assert_eq!(run(), json!({"words": 3, "characters": 160}));
+
+    // Versions stay immutable: the earlier build is still there, and naming it now is a
+    // rollback, which the lockfile refuses as it always does.
+    let rollback = locara(
+        &home,
+        &[
+            "run",
+            "dev.greet@0.1.0-dev.1",
+            "--arg",
+            "text=hello wide world",
+        ],
+        &work,
+        &target,
+    );
+    assert!(!rollback.status.success());
+    assert!(
+        String::from_utf8_lossy(&rollback.stderr).contains("roll"),
+        "{}",
+        String::from_utf8_lossy(&rollback.stderr)
+    );
+
+    // A syntax error is reported, and the loop waits for the next change.
+    std::fs::write(&main_rs, format!("{times_ten}\nfn broken( {{\n")).unwrap();
+    let line = dev.next_line(later);
+    assert!(
+        line.starts_with("build failed: cargo build failed"),
+        "{line}"
+    );
+    assert!(
+        std::fs::read_to_string(&dev.stderr)
+            .unwrap()
+            .contains("error"),
+        "cargo's messages go to stderr"
+    );
+    // The last good build still runs.
+    assert_eq!(run(), json!({"words": 3, "characters": 160}));
+
+    let fixed = times_ten.replace(
+        "words: args.text.split_whitespace().count(),",
+        "words: args.text.split_whitespace().count() * 100,",
+    );
+    assert_ne!(fixed, times_ten);
+    std::fs::write(&main_rs, &fixed).unwrap();
+    let line = dev.next_line(later);
+    assert!(
+        line.starts_with("published dev.greet@0.1.0-dev.3 "),
+        "{line}"
+    );
+    assert_eq!(run(), json!({"words": 300, "characters": 160}));
+
+    dev.stop();
 }

@@ -2,13 +2,14 @@
 //! start from; `build` compiles it for wasm32-wasip1 (installing the target if needed), runs
 //! the module once in the sandbox with `--locara-describe`, and writes what the code says
 //! (id, version, description, schemas) into the crate's `manifest.json`. Signing and
-//! publishing stay `publish`'s.
+//! publishing stay `publish`'s; `dev` runs `build_tool` and `publish`'s functions in a loop.
 
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context as _, ensure, format_err};
+use locara_manifest::ToolName;
 use locara_sandbox::{BackendKind, Capabilities, Limits, Sandbox, SandboxConfig};
 use locara_upstream::toolchain::WASM_TARGET as TARGET;
 use serde_json::{Value, json};
@@ -26,15 +27,18 @@ fn bundled_pdk() -> Option<PathBuf> {
         .then(|| path.canonicalize().ok())?
 }
 
-/// Whether `id` is a tool id: lowercase ASCII letters, digits and `-`, in `.`-separated parts
-/// that each start with a letter (the rule `#[tool(id = ...)]` applies too).
-fn valid_id(id: &str) -> bool {
-    id.split('.').all(|part| {
-        part.starts_with(|c: char| c.is_ascii_lowercase())
-            && part
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-    })
+/// Checks `id` against `locara-manifest`'s naming rule, the one `#[tool(id = ...)]` and the
+/// registry apply, and that it can also name the crate (`text-stats`) and the function
+/// (`stats`) this writes: its first and last parts start with a letter.
+fn check_id(id: &str) -> anyhow::Result<()> {
+    ToolName::new(id)?;
+    let starts_with_letter =
+        |part: Option<&str>| part.is_some_and(|p| p.starts_with(|c: char| c.is_ascii_lowercase()));
+    ensure!(
+        starts_with_letter(id.split('.').next()) && starts_with_letter(id.rsplit('.').next()),
+        "tool id `{id}` is valid, but its first and last parts must start with a letter to name the crate and the function `locara new tool` writes, e.g. `text.stats`"
+    );
+    Ok(())
 }
 
 /// `locara new tool ID`: a crate in `dir/<id with . as ->` with a `#[tool]` function, a test
@@ -45,10 +49,7 @@ pub(crate) fn new_tool(
     dir: &Path,
     pdk: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    ensure!(
-        valid_id(id),
-        "invalid tool id {id:?}: use lowercase letters, digits and `-` in `.`-separated parts that start with a letter, e.g. `text.stats`"
-    );
+    check_id(id)?;
     let pdk = match pdk {
         Some(path) => path
             .canonicalize()
@@ -223,20 +224,63 @@ const CARGO_CONFIG: &str = r#"[target.wasm32-wasip1]
 rustflags = ["-C", "target-feature=+simd128"]
 "#;
 
-/// `locara build [PATH]`.
-pub(crate) fn build(ctx: &Context, path: &Path) -> anyhow::Result<ExitCode> {
-    let cargo_toml = path.join("Cargo.toml");
-    let manifest_path = path.join(MANIFEST);
+/// What [`build_tool`] made.
+pub(crate) struct Built {
+    /// The tool's id, as the module describes itself.
+    pub(crate) id: Value,
+    /// The module.
+    pub(crate) wasm_path: PathBuf,
+    /// Its bytes.
+    pub(crate) wasm: Vec<u8>,
+    /// The crate's `manifest.json`, now holding what the module describes.
+    pub(crate) manifest_path: PathBuf,
+    /// Whether `manifest.json` was rewritten (it is left alone when it already said the same).
+    pub(crate) manifest_rewritten: bool,
+}
+
+/// Fails unless `path` is a tool crate: a `Cargo.toml` and a manifest template.
+pub(crate) fn check_crate(path: &Path) -> anyhow::Result<()> {
     ensure!(
-        cargo_toml.is_file(),
+        path.join("Cargo.toml").is_file(),
         "{} has no Cargo.toml: pass the directory of a tool crate (see `locara new tool`)",
         path.display()
     );
     ensure!(
-        manifest_path.is_file(),
+        path.join(MANIFEST).is_file(),
         "{} has no {MANIFEST}, the tool's manifest template: `locara new tool` writes one",
         path.display()
     );
+    Ok(())
+}
+
+/// `locara build [PATH]`.
+pub(crate) fn build(ctx: &Context, path: &Path) -> anyhow::Result<ExitCode> {
+    let built = build_tool(path)?;
+    if ctx.json {
+        output::json(
+            &json!({"id": built.id, "wasm": built.wasm_path, "manifest": built.manifest_path}),
+        )?;
+    } else {
+        output::stdout(&format!(
+            "built {} ({} bytes) and wrote its description and schemas into {}\nnext: locara publish --key NAME.secret.json --manifest {} --wasm {}\n",
+            built.wasm_path.display(),
+            built.wasm.len(),
+            built.manifest_path.display(),
+            built.manifest_path.display(),
+            built.wasm_path.display()
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `locara build` does, without printing: compiles the crate at `path` for the wasm
+/// target, runs the module with `--locara-describe`, and writes what it says into the crate's
+/// `manifest.json` (only when that changes the file, so a rebuild of the same code does not
+/// touch it: `locara dev` watches it).
+pub(crate) fn build_tool(path: &Path) -> anyhow::Result<Built> {
+    check_crate(path)?;
+    let cargo_toml = path.join("Cargo.toml");
+    let manifest_path = path.join(MANIFEST);
     locara_upstream::toolchain::ensure_wasm_target()?;
     let wasm_path = cargo_build(&cargo_toml)?;
     let wasm = std::fs::read(&wasm_path)
@@ -244,9 +288,9 @@ pub(crate) fn build(ctx: &Context, path: &Path) -> anyhow::Result<ExitCode> {
     let info = describe(&wasm)
         .with_context(|| format!("{} did not describe itself", wasm_path.display()))?;
 
-    let text = std::fs::read_to_string(&manifest_path)
+    let old_text = std::fs::read_to_string(&manifest_path)
         .with_context(|| format!("cannot read {}", manifest_path.display()))?;
-    let mut manifest: Value = serde_json::from_str(&text)
+    let mut manifest: Value = serde_json::from_str(&old_text)
         .with_context(|| format!("{} is not valid JSON", manifest_path.display()))?;
     let object = manifest
         .as_object_mut()
@@ -260,22 +304,18 @@ pub(crate) fn build(ctx: &Context, path: &Path) -> anyhow::Result<ExitCode> {
     }
     let mut text = serde_json::to_string_pretty(&manifest).expect("a manifest is JSON");
     text.push('\n');
-    std::fs::write(&manifest_path, text)
-        .with_context(|| format!("cannot write {}", manifest_path.display()))?;
-
-    if ctx.json {
-        output::json(&json!({"id": info["id"], "wasm": wasm_path, "manifest": manifest_path}))?;
-    } else {
-        output::stdout(&format!(
-            "built {} ({} bytes) and wrote its description and schemas into {}\nnext: locara publish --key NAME.secret.json --manifest {} --wasm {}\n",
-            wasm_path.display(),
-            wasm.len(),
-            manifest_path.display(),
-            manifest_path.display(),
-            wasm_path.display()
-        ))?;
+    let manifest_rewritten = text != old_text;
+    if manifest_rewritten {
+        std::fs::write(&manifest_path, text)
+            .with_context(|| format!("cannot write {}", manifest_path.display()))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Built {
+        id: info["id"].clone(),
+        wasm_path,
+        wasm,
+        manifest_path,
+        manifest_rewritten,
+    })
 }
 
 /// Builds the crate's bin in release mode for the wasm target; returns the module's path.

@@ -91,6 +91,33 @@ entries that cannot even be listed.
 Registry tools are checked from the registry's own files (not the cache), and nothing is written
 to the home. With --manifest, checks one tool outside the registry instead.";
 
+/// `locara dev --help`.
+const DEV_LONG_ABOUT: &str = "\
+Rebuild, re-publish and re-pin a tool crate on every change: the edit-run loop of a tool author.
+
+Each cycle builds the crate at PATH exactly as `locara build` does (its manifest.json gets the
+description and schemas the code derives), then signs it with --key and publishes it into
+<home>/registry exactly as `locara publish` does, and pins it in <home>/locara.lock, so that
+`locara run ID` in another terminal runs the new code. It prints one line per cycle: `published
+ID@VERSION (sha256 …)`, `unchanged: …` when the build is the one already published, or `build
+failed: …` / `publish failed: …` (cargo's messages are on stderr). A failure does not stop the
+loop: it waits for the next change. It then polls Cargo.toml, manifest.json and every file
+under src/ (every 250 ms; target/ is not watched) and starts again. Ctrl-C stops it.
+
+Each build is published as a new version, a pre-release of the crate's own version numbered by
+build: 0.1.0-dev.1, 0.1.0-dev.2, … (a crate at 1.0.0-beta.1 builds 1.0.0-beta.1.dev.1, …).
+A published ID@VERSION is never replaced, so the lockfile's checks stay as they are: a pinned
+version whose bytes changed is still refused, and so is a version older than its pin; each
+dev build is newer than the last, so pinning it moves the pin forward, as `locara run
+ID@VERSION` of a newer version would. A dev build sorts below the release of the same number,
+so publishing 0.1.0 later is newer than every 0.1.0-dev.N; name it once (`locara run
+ID@0.1.0`) to move the pin to it. If the lockfile already pins a version newer than the dev
+builds (the release 0.1.0, say), each cycle fails saying so: raise the crate's version.
+
+Dev builds stay in the registry (<home>/registry/tools/ID/VERSION-dev.N); remove the old ones'
+directories when they are no longer wanted. The key must be trusted by the home (its .pub.json
+in <home>/trust), since every build is verified when it is pinned.";
+
 const LONG_ABOUT: &str = "\
 Runs LLM-agent tools as signed WebAssembly modules in a sandbox.
 
@@ -405,6 +432,18 @@ pub(crate) enum Command {
         /// The tool crate's directory
         #[arg(default_value = ".")]
         path: PathBuf,
+    },
+
+    /// Rebuild, re-publish and re-pin a tool crate on every change, so that `locara run ID` in
+    /// another terminal runs the code just saved
+    #[command(long_about = DEV_LONG_ABOUT)]
+    Dev {
+        /// The tool crate's directory
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// The secret key file (`NAME.secret.json`); the home must trust its public half
+        #[arg(long, value_name = "SECRET.json")]
+        key: PathBuf,
     },
 
     /// Pin, sign and publish a tool into `<home>/registry`

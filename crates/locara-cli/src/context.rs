@@ -175,6 +175,17 @@ impl Context {
         Ok(Registry::new(config)?)
     }
 
+    /// The home's registry as `locara run` opens it: trusting `<home>/trust`, caching in
+    /// `<home>/cache`, pinning in `<home>/locara.lock`.
+    pub(crate) fn locked_registry(&self) -> anyhow::Result<Registry> {
+        let config = RegistryConfig::new(self.registry_dir())
+            .with_cache_dir(self.home.join("cache"))
+            .with_model_dir(self.models_dir())
+            .with_trust(self.trust()?)
+            .with_lockfile(self.lockfile());
+        Ok(Registry::new(config)?)
+    }
+
     /// Opens the facade. Without an app manifest, `dir` (if any) is granted, read-only unless
     /// `allow_write`, and every safety tier is admitted (a privileged call still needs the
     /// approver's yes: `--yes`, `--policy` or the terminal): the person at the terminal named

@@ -1,6 +1,7 @@
 //! `locara`: the command line over `locara-facade` (list, search, describe, run, chain, batch,
 //! chat, tool definitions and tool calls in LLM formats), `locara-mcp` (serve) and
-//! `locara-registry` (verify, verify-receipt, keygen, sign, publish, trust).
+//! `locara-registry` (verify, verify-receipt, keygen, sign, publish, trust), and a tool author's
+//! `new tool`, `build` and `dev`.
 //!
 //! It sits on top of every library crate and adds only what a terminal needs: finding the home,
 //! turning flags into a request and the response into text. It does not validate, hash or sign
@@ -20,6 +21,7 @@ mod catalog;
 mod chat;
 mod cli;
 mod context;
+mod dev;
 mod models;
 mod output;
 mod publish;
@@ -101,5 +103,6 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             authoring::new_tool(&ctx, id, dir, pdk.as_deref())
         }
         Command::Build { path } => authoring::build(&ctx, path),
+        Command::Dev { path, key } => dev::dev(&ctx, path, key),
     }
 }

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::{Context as _, format_err};
 use locara_manifest::{Lockfile, ToolManifest};
 use locara_registry::{
-    KeyId, ReadLimit, Registry, RegistryConfig, SigningKey, generate_keypair, prepare_manifest,
-    read_bounded_to_string, sign_manifest,
+    KeyId, PublishedTool, ReadLimit, Registry, RegistryConfig, SigningKey, generate_keypair,
+    prepare_manifest, read_bounded_to_string, sign_manifest,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::{context::Context, output};
 
@@ -118,13 +118,10 @@ pub(crate) fn publish(
     wasm_path: &Path,
 ) -> anyhow::Result<ExitCode> {
     let key = SigningKey::read_file(key)?;
-    let manifest = prepare(manifest_path, wasm_path)?;
     let wasm =
         std::fs::read(wasm_path).with_context(|| format!("cannot read {}", wasm_path.display()))?;
-    let registry = Registry::new(
-        RegistryConfig::new(ctx.registry_dir()).with_cache_dir(ctx.home.join("cache")),
-    )?;
-    let published = registry.publish(&manifest, &wasm, &key)?;
+    let manifest = prepare_template(manifest_path, read_template(manifest_path)?, &wasm)?;
+    let published = publish_prepared(ctx, &key, &manifest, &wasm)?;
     let tool = format!("{}@{}", published.id, published.version);
     if ctx.json {
         output::json(&json!({
@@ -157,22 +154,55 @@ pub(crate) fn publish(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Signs `manifest` (which pins `wasm`, see [`prepare_template`]) with `key` and writes it,
+/// its signature and `wasm` into the home's registry, as `locara publish` does.
+pub(crate) fn publish_prepared(
+    ctx: &Context,
+    key: &SigningKey,
+    manifest: &ToolManifest,
+    wasm: &[u8],
+) -> anyhow::Result<PublishedTool> {
+    let registry = Registry::new(
+        RegistryConfig::new(ctx.registry_dir()).with_cache_dir(ctx.home.join("cache")),
+    )?;
+    Ok(registry.publish(manifest, wasm, key)?)
+}
+
 /// Reads a manifest template (or a full manifest, whose `artifact` is replaced) and pins
 /// `wasm` in it. `validated_at` and `validated_by` are kept.
 fn prepare(manifest_path: &Path, wasm_path: &Path) -> anyhow::Result<ToolManifest> {
-    let text = std::fs::read_to_string(manifest_path)
-        .with_context(|| format!("cannot read {}", manifest_path.display()))?;
+    let template = read_template(manifest_path)?;
     let wasm =
         std::fs::read(wasm_path).with_context(|| format!("cannot read {}", wasm_path.display()))?;
-    let mut value: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", manifest_path.display()))?;
-    let object = value
-        .as_object_mut()
-        .ok_or_else(|| format_err!("{} must hold a JSON object", manifest_path.display()))?;
+    prepare_template(manifest_path, template, &wasm)
+}
+
+/// Reads the manifest template at `manifest_path`: a JSON object.
+pub(crate) fn read_template(manifest_path: &Path) -> anyhow::Result<Map<String, Value>> {
+    let text = std::fs::read_to_string(manifest_path)
+        .with_context(|| format!("cannot read {}", manifest_path.display()))?;
+    match serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", manifest_path.display()))?
+    {
+        Value::Object(object) => Ok(object),
+        _ => Err(format_err!(
+            "{} must hold a JSON object",
+            manifest_path.display()
+        )),
+    }
+}
+
+/// Pins `wasm` in a manifest template read from `manifest_path` (or a full manifest, whose
+/// `artifact` is replaced). `validated_at` and `validated_by` are kept.
+pub(crate) fn prepare_template(
+    manifest_path: &Path,
+    mut object: Map<String, Value>,
+    wasm: &[u8],
+) -> anyhow::Result<ToolManifest> {
     object.remove("artifact");
     let validated_at = object.remove("validated_at");
     let validated_by = object.remove("validated_by");
-    let mut manifest = prepare_manifest(&value.to_string(), &wasm)
+    let mut manifest = prepare_manifest(&Value::Object(object).to_string(), wasm)
         .with_context(|| format!("cannot prepare {}", manifest_path.display()))?;
     if let Some(Value::String(at)) = validated_at {
         manifest = manifest.with_validated_at(at);
@@ -193,22 +223,30 @@ fn beside(file: &Path, name: &str) -> PathBuf {
 
 /// Tells on stderr when the home does not trust `key_id` yet, or revoked it.
 fn note_untrusted(ctx: &Context, key_id: &KeyId, public_file: &str) {
-    let Ok(trust) = ctx.trust() else {
-        return;
-    };
+    if let Some(problem) = untrusted(ctx, key_id, public_file) {
+        eprintln!("note: {problem}");
+    }
+}
+
+/// Why the home would refuse what `key_id` signs (not trusted yet, or revoked), if it would;
+/// `public_file` names the key's public half for the hint.
+pub(crate) fn untrusted(ctx: &Context, key_id: &KeyId, public_file: &str) -> Option<String> {
+    let trust = ctx.trust().ok()?;
     if trust.revocation(key_id).is_some() {
-        eprintln!(
-            "note: {key_id} is revoked in {}: Locara refuses what it signs; sign with a new key (see docs/keys.md)",
+        Some(format!(
+            "{key_id} is revoked in {}: Locara refuses what it signs; sign with a new key (see docs/keys.md)",
             ctx.trust_dir()
                 .join(locara_registry::REVOCATION_FILE)
                 .display()
-        );
+        ))
     } else if trust.get(key_id).is_none() {
-        eprintln!(
-            "note: {key_id} is not trusted by {}: Locara refuses what it signed until you copy `{public_file}` into {}",
+        Some(format!(
+            "{key_id} is not trusted by {}: Locara refuses what it signed until you copy `{public_file}` into {}",
             ctx.home.display(),
             ctx.trust_dir().display()
-        );
+        ))
+    } else {
+        None
     }
 }
 
