@@ -30,6 +30,8 @@ use symphonia::core::io::{MediaSource, MediaSourceStream};
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 
+use locara_pdk::{JsonSchema, tool};
+
 use crate::abi::{self, ToolError};
 use crate::blob::{Blob, OutDir};
 
@@ -51,18 +53,39 @@ pub(crate) const FLOOR_DB: f64 = -120.0;
 /// How many undecodable packets are skipped before giving up on the file.
 const MAX_DECODE_ERRORS: u64 = 1000;
 
-#[derive(Debug, Deserialize)]
+/// `audio.detect-silence`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The audio file to analyse: WAV (PCM or float), FLAC, Ogg Vorbis or MP3, detected from its content (the file name does not matter). Other formats (Opus, AAC/M4A, AIFF, WebM, ...) are refused with a message naming the format found; convert them first.
     source: Blob,
+    /// The level in dBFS below which a frame counts as silent (its RMS level, 0 = full scale). Default -40, right for most speech recordings. Use -50 to -60 for clean studio audio where quiet speech would otherwise count as silence, or -35 to -30 for a noisy recording where background noise hides the pauses. Look at quietest_frame_db and loudest_frame_db in a first result to choose.
     #[serde(default = "default_threshold_db")]
+    #[schemars(range(min = -120.0, max = 0.0))]
     threshold_db: f64,
+    /// The shortest silence reported, in milliseconds; quieter gaps that are shorter stay part of the sound around them. Default 500. Use 200-300 to find pauses between words or phrases, 1000-2000 for breaks between sections.
     #[serde(default = "default_min_silence_ms")]
+    #[schemars(range(max = MAX_DURATION_MS))]
     min_silence_ms: u64,
+    /// The length of the analysis frames in milliseconds, i.e. the time resolution of the result. Default 10; rarely needs changing.
     #[serde(default = "default_frame_ms")]
+    #[schemars(range(min = 1, max = 1000))]
     frame_ms: u64,
-    #[serde(default)]
+    /// Which channels of a multi-channel file are measured: "mix" (default) averages all channels into mono; "loudest" treats a frame as silent only when every channel is below the threshold (safer when channels are out of phase or one is mostly empty); an integer picks one channel, counting from 0 (0 = left, 1 = right in stereo). Ignored for mono files except that only 0 is a valid index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "channel_schema")]
     channel: Option<Value>,
+}
+
+/// `channel`: a name or a 0-based index, which [`ChannelMode::parse`] reads.
+fn channel_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "default": "mix",
+        "anyOf": [
+            {"type": "string", "enum": ["mix", "loudest"]},
+            {"type": "integer", "minimum": 0, "maximum": 63}
+        ]
+    })
 }
 
 fn default_threshold_db() -> f64 {
@@ -105,32 +128,76 @@ impl ChannelMode {
 }
 
 /// A stretch of the audio, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-struct Region {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Region {
+    /// Where the stretch starts, in milliseconds from the start of the audio.
     start_ms: u64,
+    /// Where the stretch ends (exclusive), in milliseconds from the start of the audio.
     end_ms: u64,
+    /// end_ms - start_ms.
     duration_ms: u64,
 }
 
-#[derive(Debug, Serialize)]
-struct Output {
+/// The formats read, as the result names them.
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code, reason = "only the schema of `Output::format`")]
+enum AudioFormat {
+    Wav,
+    Flac,
+    Ogg,
+    Mp3,
+}
+
+/// `audio.detect-silence`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// The file's format, detected from its content.
+    #[schemars(with = "AudioFormat")]
     format: &'static str,
+    /// The audio codec, e.g. pcm_s16le, pcm_f32le, flac, vorbis, mp3.
     codec: String,
+    /// Samples per second per channel.
+    #[schemars(range(min = 1))]
     sample_rate: u32,
+    /// The number of channels.
+    #[schemars(range(min = 1))]
     channels: usize,
+    /// The length of the decoded audio in milliseconds.
     duration_ms: u64,
+    /// The analysis frame length used.
+    #[schemars(range(min = 1))]
     frame_ms: u64,
+    /// The silence threshold used, in dBFS.
     threshold_db: f64,
+    /// The shortest silence reported, as used.
     min_silence_ms: u64,
+    /// The channel handling used: "mix", "loudest" or the channel index as a string.
     channel: String,
+    /// The RMS level of the loudest frame in dBFS (at most 0 for integer samples; float WAV may exceed it).
     loudest_frame_db: f64,
+    /// The RMS level of the quietest frame in dBFS; -120 means digital silence or below.
     quietest_frame_db: f64,
+    /// The RMS level of the whole file in dBFS.
     overall_rms_db: f64,
+    /// The total length of the silences listed, in milliseconds.
     silent_ms: u64,
+    /// The silences, in order: stretches of at least min_silence_ms where every frame is below threshold_db. A silence at the start begins at 0 and one at the end finishes at duration_ms.
     silences: Vec<Region>,
+    /// The stretches between the silences, in order (speech, music or noise above the threshold, with any shorter quiet gaps inside them). Together with silences they cover the whole file, unless truncated.
     sounds: Vec<Region>,
+    /// True when there were more than 10000 silences: only the first 10000 are listed, and the sounds only up to the last of them. Raise min_silence_ms or lower threshold_db to get a complete list.
     truncated: bool,
+    /// Problems that did not stop the analysis, e.g. damaged packets that were skipped or a file cut short. Empty normally.
     warnings: Vec<String>,
+}
+
+/// Finds the silent and the sounding stretches of an audio file (WAV with PCM or float samples, FLAC, Ogg Vorbis or MP3), e.g. to find pauses between sentences, trim leading and trailing silence, or split a recording into parts. The audio is cut into frames of frame_ms milliseconds (10 by default) and each frame's loudness is measured as its RMS level in dBFS (0 dBFS is full scale; a full-scale sine is -3 dBFS, normal speech roughly -30 to -15, room noise -60 to -45, digital silence is reported as -120). A frame is silent when its level is below threshold_db; a run of silent frames lasting at least min_silence_ms is reported as a silence, including at the very start or end of the file, and the stretches between silences are reported as sounds (anything louder than the threshold: speech, music or noise; this is not speech recognition). Times are integer milliseconds from the start of the audio, accurate to about one frame. The result also gives the loudest and quietest frame levels, which help choose a threshold when the first try finds too little or too much silence. For MP3 the encoder delay is trimmed when the file records it (LAME/Xing header); otherwise times come out late by the codec delay, about 1100 samples (25 ms at 44.1 kHz, 50 ms at 22.05 kHz). Long files are refused with a clear error: at most 120 million samples over all channels, i.e. about 22 minutes of 44.1 kHz stereo, 45 minutes of 44.1 kHz mono or 2 hours of 16 kHz mono (and never more than 4 hours); cut longer recordings into parts first.
+#[tool(id = "audio.detect-silence")]
+pub fn audio_detect_silence(args: Args) -> Result<Output, ToolError> {
+    detect(&args, &abi::tool_root())
 }
 
 /// Runs `audio.detect-silence`. It writes no files; `_out` keeps the signature of the
@@ -140,10 +207,13 @@ struct Output {
 /// Bad arguments (out-of-range numbers, a missing file, an unsupported or unrecognised
 /// format, audio longer than 4 hours) or a file that cannot be decoded.
 pub fn run(input: Value, root: &Path, _out: &OutDir) -> Result<Value, ToolError> {
-    let args: Args = abi::parse_args(input)?;
-    let settings = Settings::from_args(&args)?;
+    abi::to_output(&detect(&abi::parse_args(input)?, root)?)
+}
+
+fn detect(args: &Args, root: &Path) -> Result<Output, ToolError> {
+    let settings = Settings::from_args(args)?;
     let (source, display) = open_source(&args.source, root)?;
-    abi::to_output(&analyse(source, &display, &settings)?)
+    analyse(source, &display, &settings)
 }
 
 /// The validated analysis settings.

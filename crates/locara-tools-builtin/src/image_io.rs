@@ -18,6 +18,7 @@ use image::{
     ColorType, DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits,
     error::LimitErrorKind,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::abi::ToolError;
@@ -38,7 +39,7 @@ pub(crate) const DEFAULT_QUALITY: u8 = 85;
 const GIF_SPEED: i32 = 10;
 
 /// An output format, as named in the arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Format {
     Png,
@@ -110,24 +111,63 @@ pub(crate) struct Decoded {
 }
 
 /// The source's description in a result.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct SourceInfo {
+    /// The source's width in pixels.
+    #[schemars(range(min = 1))]
     pub(crate) width: u32,
+    /// The source's height in pixels.
+    #[schemars(range(min = 1))]
     pub(crate) height: u32,
+    /// The source's format, detected from its content (not its name).
+    #[schemars(with = "Format")]
     pub(crate) format: &'static str,
 }
 
-/// The result of both tools.
-#[derive(Debug, Serialize)]
+/// The result of both tools. Each tool's schema names its own output file:
+/// [`name_output_file`].
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Output {
+    /// The output file's name.
     pub(crate) file: String,
+    /// The output file's size in bytes.
+    #[schemars(range(min = 1))]
     pub(crate) bytes: u64,
+    /// The output image's width in pixels.
+    #[schemars(range(min = 1))]
     pub(crate) width: u32,
+    /// The output image's height in pixels.
+    #[schemars(range(min = 1))]
     pub(crate) height: u32,
+    /// The output format.
+    #[schemars(with = "Format")]
     pub(crate) format: &'static str,
+    /// Whether the output encoding keeps the pixels exactly: true for PNG, WebP (always lossless here), BMP and TIFF; false for JPEG and GIF (256-colour palette). Reduction of 16-bit channels to 8 bits is reported in notes.
     pub(crate) lossless: bool,
+    /// The input image as decoded.
     pub(crate) source: SourceInfo,
+    /// What changed beyond the request, e.g. transparency flattened onto white for JPEG, a quality that was ignored, 16-bit channels reduced to 8 bits, a GIF palette. Empty when nothing did.
     pub(crate) notes: Vec<String>,
+}
+
+/// Describes the `file` of an [`Output`] schema as `<stem>.<ext>`, the name the tool writes.
+pub(crate) fn name_output_file(schema: &mut schemars::Schema, stem: &str) {
+    if let Some(file) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("file"))
+        .and_then(|f| f.as_object_mut())
+    {
+        file.insert(
+            "pattern".to_owned(),
+            format!("^{stem}\\.(png|jpg|webp|gif|bmp|tiff)$").into(),
+        );
+        file.insert(
+            "description".to_owned(),
+            format!("The output file's name ({stem}.<ext>; the extension of JPEG is jpg); the host returns the file under this name.").into(),
+        );
+    }
 }
 
 /// Reads the file argument `source` (at most [`MAX_INPUT_BYTES`]) and decodes it.

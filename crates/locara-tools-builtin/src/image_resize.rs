@@ -17,7 +17,8 @@
 use std::path::Path;
 
 use image::{DynamicImage, imageops::FilterType};
-use serde::Deserialize;
+use locara_pdk::{JsonSchema, tool};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::abi::{self, ToolError};
@@ -35,28 +36,42 @@ pub(crate) const MAX_OUTPUT_PIXELS: u64 = 64_000_000;
 /// height x 16 bytes) plus the output buffer.
 pub(crate) const MAX_WORK_BYTES: u64 = 384 * 1024 * 1024;
 
-#[derive(Debug, Deserialize)]
+/// `image.resize`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// The image to resize: PNG, JPEG, WebP, GIF, BMP or TIFF.
     source: Blob,
-    #[serde(default)]
+    /// The target width in pixels (the box's width). With mode fit it may be given alone (the height follows the aspect ratio); fill and exact need both width and height.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32", range(min = 1, max = MAX_OUTPUT_SIDE))]
     width: Option<u32>,
-    #[serde(default)]
+    /// The target height in pixels (the box's height). With mode fit it may be given alone (the width follows the aspect ratio); fill and exact need both width and height.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32", range(min = 1, max = MAX_OUTPUT_SIDE))]
     height: Option<u32>,
+    /// How to fit the image to width x height: fit (default) = as large as possible inside the box, aspect ratio kept, so one side may be smaller than asked; fill = cover the box exactly, aspect ratio kept, cropping the excess centred; exact = exactly width x height, stretching if the aspect ratio differs.
     #[serde(default)]
     mode: Mode,
-    #[serde(default)]
+    /// A rectangle of the source to keep, applied before resizing, in source pixels from the top-left corner (0, 0); it must lie inside the image. With neither width nor height, the crop is output at its own size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Rect")]
     crop: Option<Rect>,
+    /// The resampling filter: lanczos3 (default; sharpest, best for photos and downscaling), catmull_rom (nearly as sharp, faster), triangle (bilinear, softer), gaussian (soft, blurs slightly), nearest (blocky; keeps hard pixel edges, for pixel art or masks).
     #[serde(default)]
     filter: Filter,
-    #[serde(default)]
+    /// The output format; default: the source's format. jpeg has no transparency (flattened onto white); webp is written lossless; gif is reduced to 256 colours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Format")]
     format: Option<Format>,
-    #[serde(default)]
+    /// JPEG quality, 1-100 (default 85; 60-75 gives smaller files, 90+ near-lossless). Applies to JPEG output only: for any other format it is ignored and a note says so (WebP is always written lossless).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32", range(min = 1, max = 100))]
     quality: Option<u32>,
 }
 
 /// How the image is fitted to the box.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Mode {
     #[default]
@@ -66,7 +81,7 @@ pub(crate) enum Mode {
 }
 
 /// The resampling filter.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Filter {
     Nearest,
@@ -90,12 +105,18 @@ impl Filter {
 }
 
 /// A rectangle in source pixels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Rect {
+    /// The rectangle's left edge, in pixels from the left of the source.
     pub(crate) x: u32,
+    /// The rectangle's top edge, in pixels from the top of the source.
     pub(crate) y: u32,
+    /// The rectangle's width in pixels; x + width must not exceed the source's width.
+    #[schemars(range(min = 1))]
     pub(crate) width: u32,
+    /// The rectangle's height in pixels; y + height must not exceed the source's height.
+    #[schemars(range(min = 1))]
     pub(crate) height: u32,
 }
 
@@ -106,13 +127,43 @@ pub(crate) struct Plan {
     pub(crate) size: (u32, u32),
 }
 
+/// `image.resize`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(transform = resized_file)]
+pub struct Output(image_io::Output);
+
+fn resized_file(schema: &mut schemars::Schema) {
+    image_io::name_output_file(schema, "resized");
+}
+
+/// Resizes and/or crops an image and writes the result as the file resized.<ext> (returned to the
+/// caller). Reads PNG, JPEG, WebP, GIF, BMP and TIFF (detected from the content; only the first
+/// frame of an animated GIF/WebP); at most 64 MiB, 30000 pixels per side and 192 MiB of decoded
+/// pixels (about 50 megapixels of RGBA), so a decompression bomb is refused. The optional crop
+/// rectangle is cut out first; then width/height define a box: mode fit (default) scales to the
+/// largest size inside the box keeping the aspect ratio (give only width or only height to scale by
+/// that side), fill covers the whole box keeping the aspect ratio and crops the overflow evenly
+/// from both sides (e.g. square thumbnails), exact stretches to exactly width x height. Upscaling
+/// is allowed up to 16384 pixels per side and 64 megapixels. Resampling uses the chosen filter
+/// (default lanczos3); transparency is kept for formats that have it. The output format defaults to
+/// the source's; JPEG output composites transparency onto white. The result gives the output's size
+/// and format, the source's, and notes on anything changed beyond the request.
+#[tool(id = "image.resize")]
+pub fn image_resize(args: Args) -> Result<Output, ToolError> {
+    resize(args, &abi::tool_root(), &OutDir::guest()).map(Output)
+}
+
 /// Runs `image.resize`.
 ///
 /// # Errors
 /// Bad arguments (no size, a crop outside the image, an output too large), an input that is
 /// not a supported image, or an encoder failure.
 pub fn run(input: Value, root: &Path, out: &OutDir) -> Result<Value, ToolError> {
-    let args: Args = abi::parse_args(input)?;
+    abi::to_output(&resize(abi::parse_args(input)?, root, out)?)
+}
+
+fn resize(args: Args, root: &Path, out: &OutDir) -> Result<image_io::Output, ToolError> {
     let quality = image_io::check_quality(args.quality)?;
     let decoded = image_io::read_and_decode(&args.source, root)?;
     let (sw, sh) = (decoded.image.width(), decoded.image.height());
@@ -138,15 +189,7 @@ pub fn run(input: Value, root: &Path, out: &OutDir) -> Result<Value, ToolError> 
         height: sh,
         format: decoded.format.name(),
     };
-    abi::to_output(&image_io::write_result(
-        &image,
-        format,
-        quality,
-        "resized",
-        source,
-        Vec::new(),
-        out,
-    )?)
+    image_io::write_result(&image, format, quality, "resized", source, Vec::new(), out)
 }
 
 /// Works out the region to cut and the output size.

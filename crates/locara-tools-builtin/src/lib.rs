@@ -20,9 +20,9 @@
 //! | `bash.read-only` | `bash-read-only` | [`bash_read_only`](mod@bash_read_only) (`#[tool]`) |
 //! | `text.chunk` | `text-chunk` | [`text_chunk`](mod@text_chunk) (`#[tool]`) |
 //! | `code-exec.lua` | `code-exec-lua` | [`code_exec_lua::main`] (its own `main`) |
-//! | `audio.detect-silence` | `audio-detect-silence` | [`audio_detect_silence()`] (`abi::main_with`) |
-//! | `image.resize` | `image-resize` | [`image_resize()`] (`abi::main_with`) |
-//! | `image.format-convert` | `image-format-convert` | [`image_format_convert()`] (`abi::main_with`) |
+//! | `audio.detect-silence` | `audio-detect-silence` | [`audio_detect_silence`](mod@audio_detect_silence) (`#[tool]`) |
+//! | `image.resize` | `image-resize` | [`image_resize`](mod@image_resize) (`#[tool]`) |
+//! | `image.format-convert` | `image-format-convert` | [`image_format_convert`](mod@image_format_convert) (`#[tool]`) |
 //! | `pdf.extract-text` | `pdf-extract-text` | [`pdf_extract_text`](mod@pdf_extract_text) (`#[tool]`) |
 //! | `pdf.split` | `pdf-split` | [`pdf_split`](mod@pdf_split) (`#[tool]`) |
 //! | `ocr` | `ocr` | [`ocr`](mod@ocr) (`#[tool]`), models in `/models` |
@@ -43,7 +43,7 @@ pub mod code_exec_lua;
 /// The host services a tool may ask for: `locara-pdk`'s.
 pub use locara_pdk::host;
 
-mod audio_detect_silence;
+pub mod audio_detect_silence;
 pub mod bash_read_only;
 pub mod file_edit;
 pub mod filesystem_list;
@@ -51,9 +51,9 @@ pub mod filesystem_read;
 pub mod filesystem_search;
 pub mod filesystem_write;
 mod glob;
-mod image_format_convert;
+pub mod image_format_convert;
 mod image_io;
-mod image_resize;
+pub mod image_resize;
 pub mod ocr;
 mod pdf;
 pub mod pdf_extract_text;

@@ -212,7 +212,10 @@ fn schema_defaults_match_the_code() {
 /// schemas in their manifest templates are the code's.
 fn tools_from_code() -> Vec<ToolInfo> {
     vec![
+        super::audio_detect_silence::__locara_tool_info(),
         super::audio_transcribe::__locara_tool_info(),
+        super::image_format_convert::__locara_tool_info(),
+        super::image_resize::__locara_tool_info(),
         super::ocr::__locara_tool_info(),
         super::pdf_extract_text::__locara_tool_info(),
         super::pdf_split::__locara_tool_info(),
@@ -240,13 +243,10 @@ const HAND_WRITTEN: &[(&str, &str)] = &[
         "code-exec.js",
         "an interpreter tool: the module is QuickJS, not Rust",
     ),
-    ("audio.detect-silence", "not migrated yet"),
     (
         "code-exec.lua",
         "writes its result to stdout as it builds it and lets os.exit end the program mid-run; a #[tool] function returns one value, so it keeps its own main",
     ),
-    ("image.format-convert", "not migrated yet"),
-    ("image.resize", "not migrated yet"),
 ];
 
 /// Set to rewrite the templates' code-derived fields from the code instead of failing.
