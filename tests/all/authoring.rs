@@ -2,7 +2,7 @@
 //! `locara build` (schemas from the code), `keygen`, `publish` and `run`; and the edit-run
 //! loop, `locara dev`, with `locara run` after each change.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
@@ -44,14 +44,43 @@ fn ok(output: &Output, what: &str) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
 
-#[test]
-fn a_scaffolded_tool_is_tested_built_published_and_run() {
+/// A temp dir with a home and a working directory, and the target directory the tool crates
+/// share: their dependencies are built once per target directory, beside this test's.
+fn workshop() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let (home, work) = (dir.path().join("home"), dir.path().join("work"));
     std::fs::create_dir_all(&work).unwrap();
-    // The tool crate's dependencies are built once per target directory, beside this test's.
     let exe = std::env::current_exe().unwrap();
     let target = exe.ancestors().nth(3).unwrap().join("authoring");
+    (dir, home, work, target)
+}
+
+/// Makes a publisher key `acme` in `work/keys`.
+fn keygen_acme(home: &Path, work: &Path, target: &Path) {
+    ok(
+        &locara(
+            home,
+            &["keygen", "--publisher", "acme", "--out", "keys"],
+            work,
+            target,
+        ),
+        "locara keygen",
+    );
+}
+
+/// Has the home trust the publisher key `acme`.
+fn trust_acme(home: &Path, work: &Path) {
+    std::fs::create_dir_all(home.join("trust")).unwrap();
+    std::fs::copy(
+        work.join("keys/acme.pub.json"),
+        home.join("trust/acme.pub.json"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_scaffolded_tool_is_tested_built_published_and_run() {
+    let (dir, home, work, target) = workshop();
 
     ok(
         &locara(&home, &["new", "tool", "text.stats"], &work, &target),
@@ -101,21 +130,8 @@ fn a_scaffolded_tool_is_tested_built_published_and_run() {
     let wasm = target.join("wasm32-wasip1/release/text-stats.wasm");
     assert!(built.contains(&wasm.display().to_string()), "{built}");
 
-    ok(
-        &locara(
-            &home,
-            &["keygen", "--publisher", "acme", "--out", "keys"],
-            &work,
-            &target,
-        ),
-        "locara keygen",
-    );
-    std::fs::create_dir_all(home.join("trust")).unwrap();
-    std::fs::copy(
-        work.join("keys/acme.pub.json"),
-        home.join("trust/acme.pub.json"),
-    )
-    .unwrap();
+    keygen_acme(&home, &work, &target);
+    trust_acme(&home, &work);
     let wasm = wasm.display().to_string();
     let publish = [
         "publish",
@@ -260,25 +276,13 @@ fn locara_dev_republishes_on_every_change_and_survives_a_broken_build() {
     use std::io::BufRead as _;
     use std::time::Duration;
 
-    let dir = tempfile::tempdir().unwrap();
-    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
-    std::fs::create_dir_all(&work).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.ancestors().nth(3).unwrap().join("authoring");
+    let (dir, home, work, target) = workshop();
 
     ok(
         &locara(&home, &["new", "tool", "dev.greet"], &work, &target),
         "locara new tool",
     );
-    ok(
-        &locara(
-            &home,
-            &["keygen", "--publisher", "acme", "--out", "keys"],
-            &work,
-            &target,
-        ),
-        "locara keygen",
-    );
+    keygen_acme(&home, &work, &target);
     // An untrusted key is refused at once: every build is verified when it is pinned.
     let untrusted = locara(
         &home,
@@ -292,12 +296,7 @@ fn locara_dev_republishes_on_every_change_and_survives_a_broken_build() {
         "{}",
         String::from_utf8_lossy(&untrusted.stderr)
     );
-    std::fs::create_dir_all(home.join("trust")).unwrap();
-    std::fs::copy(
-        work.join("keys/acme.pub.json"),
-        home.join("trust/acme.pub.json"),
-    )
-    .unwrap();
+    trust_acme(&home, &work);
 
     let stderr = dir.path().join("dev.stderr");
     let mut command = Command::new(crate::mcp_server::locara());
