@@ -7,22 +7,14 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use serde_json::Value;
-
-use crate::{ToolError, main_with};
+use crate::ToolError;
 
 #[cfg(test)]
 mod tests;
 
 /// Where the user-selected directory is mounted inside the guest.
 pub const WORKSPACE: &str = "/workspace";
-
-/// Like [`main_with`], for a tool that works on the workspace: passes [`root`]'s directory.
-pub fn main_with_root(f: impl FnOnce(&Path, Value) -> Result<Value, ToolError>) -> ExitCode {
-    main_with(|input| f(&root()?, input))
-}
 
 /// The workspace's directory, [`tool_root`], for a `#[tool]` function that works on it.
 ///

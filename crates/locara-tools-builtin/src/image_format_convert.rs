@@ -38,8 +38,11 @@ pub struct Args {
 #[schemars(transform = converted_file)]
 pub struct Output(image_io::Output);
 
+/// The output file's name before its extension; the schema and the file written agree on it.
+const STEM: &str = "converted";
+
 fn converted_file(schema: &mut schemars::Schema) {
-    image_io::name_output_file(schema, "converted");
+    image_io::name_output_file(schema, STEM);
 }
 
 /// Converts an image to another format (png, jpeg, webp, gif, bmp or tiff) without changing its
@@ -85,7 +88,7 @@ fn convert(args: Args, root: &Path, out: &OutDir) -> Result<image_io::Output, To
         &decoded.image,
         args.format,
         quality,
-        "converted",
+        STEM,
         source,
         notes,
         out,

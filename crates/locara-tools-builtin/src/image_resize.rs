@@ -133,8 +133,11 @@ pub(crate) struct Plan {
 #[schemars(transform = resized_file)]
 pub struct Output(image_io::Output);
 
+/// The output file's name before its extension; the schema and the file written agree on it.
+const STEM: &str = "resized";
+
 fn resized_file(schema: &mut schemars::Schema) {
-    image_io::name_output_file(schema, "resized");
+    image_io::name_output_file(schema, STEM);
 }
 
 /// Resizes and/or crops an image and writes the result as the file resized.<ext> (returned to the
@@ -189,7 +192,7 @@ fn resize(args: Args, root: &Path, out: &OutDir) -> Result<image_io::Output, Too
         height: sh,
         format: decoded.format.name(),
     };
-    image_io::write_result(&image, format, quality, "resized", source, Vec::new(), out)
+    image_io::write_result(&image, format, quality, STEM, source, Vec::new(), out)
 }
 
 /// Works out the region to cut and the output size.

@@ -1,9 +1,9 @@
 //! Locara's built-in tools: guest code, compiled to one `wasm32-wasip1` command module per tool.
 //!
 //! Each tool is a cargo bin (`src/bin/<bin>.rs`, the tool id with dots turned into dashes)
-//! that only calls the `main` that `#[locara_pdk::tool]` generated in this library, or hands a
-//! function from it to [`abi::main_with`]. The logic lives here so it also builds and is
-//! unit-tested on the host, against real temporary directories instead of `/workspace`.
+//! that only calls the `main` that `#[locara_pdk::tool]` generated in this library
+//! (`code-exec.lua` has its own). The logic lives here so it also builds and is unit-tested on
+//! the host, against real temporary directories instead of `/workspace`.
 //!
 //! This crate sits outside the host's layers: no host crate depends on it, and it knows
 //! nothing about manifests, registries or sandboxes. The manifest templates for the tools
