@@ -121,6 +121,15 @@ fn main() {
     .unwrap();
     writeln!(
         code,
+        "/// Where `test.state`, the guest that uses `kv`, `progress` and random numbers, was built.\npub const PDK_STATE: &str = {:?};\n/// `test.state`'s manifest template.\npub const PDK_STATE_MANIFEST: &str = {:?};",
+        out_dir.join("pdk-state.wasm").display().to_string(),
+        root.join("crates/locara-test-guests/manifests/test.state.json")
+            .display()
+            .to_string()
+    )
+    .unwrap();
+    writeln!(
+        code,
         "/// The directory holding the built-in tools' manifest templates."
     )
     .unwrap();

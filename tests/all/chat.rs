@@ -70,7 +70,11 @@ struct Archive {
 
 #[async_trait::async_trait]
 impl ToolHandler for Archive {
-    async fn call(&self, arguments: Value) -> Result<Value, HandlerError> {
+    async fn call(
+        &self,
+        arguments: Value,
+        _context: &locara_facade::CallContext,
+    ) -> Result<Value, HandlerError> {
         self.counter.calls.fetch_add(1, Ordering::SeqCst);
         let now = self.counter.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.counter.most_in_flight.fetch_max(now, Ordering::SeqCst);

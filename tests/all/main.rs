@@ -8,6 +8,8 @@ mod minimal_host;
 mod app_tools;
 // A tool written with locara-pdk's #[tool], shipped by an app.
 mod pdk;
+// The state capabilities: kv, progress and seeded random numbers.
+mod state;
 // `locara new tool`, `build`, `publish` and `run`: a tool written from nothing.
 mod authoring;
 // A tool written in C, built with clang and wasi-libc.

@@ -7,7 +7,7 @@ use locara_registry::{Digest, VerifiedArtifact};
 use locara_sandbox::{DirPerms, EnforcedLimits, OutputFile};
 use serde_json::Value;
 
-use crate::{HostTool, SchemaViolation};
+use crate::{CallContext, HostTool, SchemaViolation};
 
 /// A call as a host or an agent makes it.
 #[derive(Debug, Clone)]
@@ -22,16 +22,25 @@ pub struct ToolCall {
     /// The tool sees it at `/workspace` only if its manifest declares a user directory and the
     /// app granted a directory that contains this one.
     pub workspace: Option<PathBuf>,
+    /// Who the call is for, its random seed and where its progress goes: the host's.
+    pub context: CallContext,
 }
 
 impl ToolCall {
-    /// A call of `tool` with `arguments` and no workspace.
+    /// A call of `tool` with `arguments`, no workspace and an empty context.
     pub fn new(tool: impl Into<String>, arguments: Value) -> ToolCall {
         ToolCall {
             tool: tool.into(),
             arguments,
             workspace: None,
+            context: CallContext::default(),
         }
+    }
+
+    /// Sets the call's context (user, seed, progress).
+    pub fn with_context(mut self, context: CallContext) -> ToolCall {
+        self.context = context;
+        self
     }
 
     /// Selects the directory the tool sees at `/workspace`.
@@ -51,6 +60,8 @@ pub struct ParsedCall {
     pub arguments: Value,
     /// The directory the user selected, unchecked.
     pub workspace: Option<PathBuf>,
+    /// The host's context of the call.
+    pub context: CallContext,
 }
 
 /// The tool a call resolved to: a signed wasm tool the registry verified, or a tool the host
@@ -114,6 +125,8 @@ pub struct ResolvedCall {
     /// The verified models the tool depends on, named as its manifest names them (see
     /// [`Resolver::models`](crate::Resolver::models)); the tool sees them at `/models`.
     pub models: Option<PathBuf>,
+    /// The host's context of the call.
+    pub context: CallContext,
 }
 
 impl ResolvedCall {
@@ -129,7 +142,14 @@ impl ResolvedCall {
             workspace,
             grant: Grant::default(),
             models: None,
+            context: CallContext::default(),
         }
+    }
+
+    /// Sets the call's context.
+    pub fn with_context(mut self, context: CallContext) -> ResolvedCall {
+        self.context = context;
+        self
     }
 }
 
@@ -150,6 +170,10 @@ pub struct Grant {
     pub(crate) addresses: Vec<String>,
     /// Whether the tool may use `llm.chat`.
     pub(crate) llm: bool,
+    /// Whether the tool may report progress (it declared `progress`, and the app granted it).
+    pub(crate) progress: bool,
+    /// Whether the tool may use the app's key-value store (`kv`).
+    pub(crate) kv: bool,
 }
 
 impl Grant {
@@ -161,6 +185,16 @@ impl Grant {
     /// Whether the tool may ask the app's language model (`llm.chat`).
     pub fn llm(&self) -> bool {
         self.llm
+    }
+
+    /// Whether the tool may report progress.
+    pub fn progress(&self) -> bool {
+        self.progress
+    }
+
+    /// Whether the tool may use the app's key-value store.
+    pub fn kv(&self) -> bool {
+        self.kv
     }
 
     /// The directory the tool sees at `/workspace`, and whether it may write there.

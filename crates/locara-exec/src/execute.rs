@@ -18,7 +18,7 @@ use tower::Service;
 use crate::{
     CallFuture, ExecError, FailureKind, Provenance, ResolvedCall, ResolvedTool, RunStats,
     ToolFailure, ToolResult,
-    services::{CallServices, ServicesConfig},
+    services::{CallServices, ProgressReporter, ServicesConfig},
 };
 
 /// Where the workspace directory appears inside the tool.
@@ -130,16 +130,24 @@ impl Execute {
         if let Some(models) = &call.models {
             caps = caps.preopened_dir(models, MODELS_GUEST_PATH, DirPerms::ReadOnly);
         }
-        if !call.grant.hosts.is_empty() || call.grant.llm {
+        let grant = &call.grant;
+        if !grant.hosts.is_empty() || grant.llm || grant.progress || grant.kv {
             caps = caps.with_services(Arc::new(CallServices {
                 runtime,
                 config: self.services.clone(),
                 tool: manifest.tool_ref().to_string(),
-                hosts: call.grant.hosts.clone(),
-                addresses: call.grant.addresses.clone().into(),
-                llm: call.grant.llm,
+                hosts: grant.hosts.clone(),
+                addresses: grant.addresses.clone().into(),
+                llm: grant.llm,
                 max_bytes: usize::try_from(limits.output_bytes).unwrap_or(usize::MAX),
+                progress: grant
+                    .progress
+                    .then(|| ProgressReporter::new(call.context.progress.clone())),
+                kv: grant.kv,
             }));
+        }
+        if let Some(seed) = call.context.seed {
+            caps = caps.with_random_seed(seed);
         }
         // Only a tool with file arguments has its arguments rewritten (and so copied).
         let input = if file_arguments(manifest).next().is_some() {
@@ -207,7 +215,12 @@ impl Service<ResolvedCall> for Execute {
             ResolvedTool::Signed(artifact) => artifact.clone(),
             ResolvedTool::Host(tool) => {
                 let limits = effective_limits(&tool.manifest().limits(), &self.max_limits);
-                return Box::pin(crate::host_tool::run(tool.clone(), call.arguments, limits));
+                return Box::pin(crate::host_tool::run(
+                    tool.clone(),
+                    call.arguments,
+                    call.context,
+                    limits,
+                ));
             }
         };
         let this = self.clone();

@@ -18,7 +18,7 @@ use locara_registry::{Digest, canonical_json};
 use locara_sandbox::EnforcedLimits;
 use serde_json::Value;
 
-use crate::{ExecError, FailureKind, Provenance, RunStats, ToolFailure, ToolResult};
+use crate::{CallContext, ExecError, FailureKind, Provenance, RunStats, ToolFailure, ToolResult};
 
 /// Why a handler failed: what happened, and what the caller can do about it. It becomes a
 /// `tool_error` result, like a wasm tool's non-zero exit.
@@ -44,9 +44,10 @@ impl HandlerError {
 /// The code of an in-process tool.
 #[async_trait::async_trait]
 pub trait ToolHandler: Send + Sync + fmt::Debug + 'static {
-    /// Runs the tool on `arguments`, already valid against its input schema. The output is
-    /// checked against the output schema and capped afterwards.
-    async fn call(&self, arguments: Value) -> Result<Value, HandlerError>;
+    /// Runs the tool on `arguments`, already valid against its input schema, for the call
+    /// described by `context` (its user, seed and progress sink, set by the host). The output
+    /// is checked against the output schema and capped afterwards.
+    async fn call(&self, arguments: Value, context: &CallContext) -> Result<Value, HandlerError>;
 }
 
 /// An in-process tool: its manifest and its handler.
@@ -148,6 +149,7 @@ impl Drop for AbortOnDrop {
 pub(crate) async fn run(
     tool: HostTool,
     arguments: Value,
+    context: CallContext,
     limits: EffectiveLimits,
 ) -> Result<ToolResult, ExecError> {
     let started = Instant::now();
@@ -155,7 +157,7 @@ pub(crate) async fn run(
     let handler = Arc::clone(tool.handler());
     // A task of its own: a panic in the handler is caught as a `JoinError`, not unwound
     // through the pipeline.
-    let task = tokio::spawn(async move { handler.call(arguments).await });
+    let task = tokio::spawn(async move { handler.call(arguments, &context).await });
     let _abort = AbortOnDrop(task.abort_handle());
     let failure = |kind, message: String, hint: &str| ToolFailure {
         kind,

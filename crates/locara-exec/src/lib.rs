@@ -10,7 +10,8 @@
 //! 6. [`ValidateOutput`]: (on the way back) the result against `output_schema`.
 //! 7. [`CapOutput`]: (on the way back, before 6) long output is cut, with a marker.
 //! 8. [`Execute`]: the sandbox runs the module under the manifest's limits, with the host
-//!    services the call was granted ([`WEB_FETCH`], [`LLM_CHAT`]; see [`ServicesConfig`]).
+//!    services the call was granted ([`WEB_FETCH`], [`LLM_CHAT`], [`PROGRESS`], [`KV`]; see
+//!    [`ServicesConfig`]), and the call's [`CallContext`] (its user, random seed, progress sink).
 //!
 //! Every layer shares one error type, [`ExecError`], reserved for calls that could not run.
 //! A tool that ran and failed (a tool error, a trap, an exceeded limit, invalid output) is a
@@ -25,6 +26,7 @@ mod call;
 mod cap_output;
 mod check_capabilities;
 mod config;
+mod context;
 pub mod depth;
 mod error;
 mod execute;
@@ -58,14 +60,15 @@ pub use crate::{
     cap_output::{CapOutput, CapOutputLayer},
     check_capabilities::{CheckCapabilities, CheckCapabilitiesLayer},
     config::ExecConfig,
+    context::{CallContext, Progress, ProgressEvent, ProgressSink},
     error::{ExecError, SchemaViolation},
     execute::Execute,
     host_tool::{HOST_ENGINE, HOST_TOOL_URL, HandlerError, HostTool, ToolHandler},
     pipeline::{Pipeline, pipeline},
     resolve::{Resolve, ResolveLayer, Resolver},
     services::{
-        Egress, HttpClient, HttpRequest, HttpResponse, LLM_CHAT, LlmEndpoint, ServicesConfig,
-        WEB_FETCH,
+        Egress, HttpClient, HttpRequest, HttpResponse, KV, KV_MAX_KEY, KV_MAX_VALUE, KvStore,
+        LLM_CHAT, LlmEndpoint, PROGRESS, ServicesConfig, WEB_FETCH,
     },
     validate_id::{ValidateId, ValidateIdLayer},
     validate_input::{ValidateInput, ValidateInputLayer},

@@ -10,6 +10,16 @@
 //!   endpoint the host configures ([`LlmEndpoint`]). The tool must list `llm.chat` in its
 //!   `capability_requirements` and the app must grant it.
 //!
+//! - [`PROGRESS`] reports how a long call is going: `start` a task (a title, an optional total
+//!   of steps), `step` it, and end it with `done` (an optional summary). The reports go to the
+//!   call's [`ProgressSink`](crate::ProgressSink), when the host gave one. Declaring it is
+//!   optional for the app: a tool that declares `progress` runs whether or not the app grants
+//!   it, and only reports when granted (the tool's helper ignores a refusal).
+//! - [`KV`] is the app's key-value store: `get`, `set`, `delete` and `list` (by prefix) of JSON
+//!   values, persisted by the [`KvStore`] the host supplies, one namespace per app. The tool
+//!   must list `kv` and the app must grant it. Keys are at most [`KV_MAX_KEY`] bytes, values
+//!   at most [`KV_MAX_VALUE`] bytes of JSON; the store bounds what an app may hold in all.
+//!
 //! This module decides and speaks JSON; the bytes go over an [`HttpClient`] the host supplies
 //! (`locara-http` has one), so the pipeline itself opens no sockets.
 //!
@@ -25,6 +35,22 @@ use url::Url;
 pub const WEB_FETCH: &str = "web.fetch";
 /// The service that asks the app's language model.
 pub const LLM_CHAT: &str = "llm.chat";
+
+/// The service that reports a call's progress.
+pub const PROGRESS: &str = "progress";
+/// The service that keeps the app's key-value pairs.
+pub const KV: &str = "kv";
+
+/// The longest key [`KV`] takes, in bytes.
+pub const KV_MAX_KEY: usize = 512;
+/// The largest value [`KV`] takes, in bytes of compact JSON.
+pub const KV_MAX_VALUE: usize = 64 << 10;
+/// The most keys one `list` returns.
+const KV_MAX_LIST: usize = 1000;
+/// The most progress tasks one call may start.
+const MAX_TASKS: usize = 64;
+/// The longest progress title, message or summary kept, in characters; longer ones are cut.
+const MAX_PROGRESS_TEXT: usize = 200;
 
 /// How many redirects [`WEB_FETCH`] follows, each checked against the allow-list.
 const MAX_REDIRECTS: usize = 5;
@@ -201,7 +227,22 @@ impl LlmEndpoint {
     }
 }
 
-/// What the host gives wasm tools: the HTTP client and the language model, when configured.
+/// The app's key-value pairs: one namespace (the host makes one store per app), JSON values.
+/// Called on the thread that runs the guest, which waits.
+pub trait KvStore: Send + Sync + fmt::Debug {
+    /// The value of `key`, if set.
+    fn get(&self, key: &str) -> Result<Option<Value>, String>;
+    /// Sets `key` to `value` (compact JSON of at most [`KV_MAX_VALUE`] bytes), durably; an
+    /// `Err` (the app's quota is used up, the disk failed) says why and changes nothing.
+    fn set(&self, key: &str, value: &str) -> Result<(), String>;
+    /// Removes `key`; whether it was set.
+    fn delete(&self, key: &str) -> Result<bool, String>;
+    /// The keys starting with `prefix`, in byte order, at most `limit` of them.
+    fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, String>;
+}
+
+/// What the host gives wasm tools: the HTTP client, the language model and the app's
+/// key-value store, when configured.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ServicesConfig {
@@ -209,6 +250,8 @@ pub struct ServicesConfig {
     pub http: Option<Arc<dyn HttpClient>>,
     /// The app's language model; without one, [`LLM_CHAT`] is refused.
     pub llm: Option<LlmEndpoint>,
+    /// The app's key-value store; without one, [`KV`] fails.
+    pub kv: Option<Arc<dyn KvStore>>,
 }
 
 impl ServicesConfig {
@@ -226,6 +269,12 @@ impl ServicesConfig {
     /// Sets the language model.
     pub fn with_llm(mut self, llm: LlmEndpoint) -> ServicesConfig {
         self.llm = Some(llm);
+        self
+    }
+
+    /// Sets the app's key-value store.
+    pub fn with_kv(mut self, kv: Arc<dyn KvStore>) -> ServicesConfig {
+        self.kv = Some(kv);
         self
     }
 }
@@ -268,6 +317,49 @@ pub(crate) struct CallServices {
     pub(crate) llm: bool,
     /// The most bytes of a fetched body.
     pub(crate) max_bytes: usize,
+    /// Where progress reports go: `None` when the tool may not report (it did not declare
+    /// `progress`, or the app did not grant it).
+    pub(crate) progress: Option<ProgressReporter>,
+    /// Whether the tool may use [`KV`].
+    pub(crate) kv: bool,
+}
+
+/// A call's progress tasks, and who hears of them.
+pub(crate) struct ProgressReporter {
+    sink: Option<crate::ProgressSink>,
+    tasks: std::sync::Mutex<Vec<Task>>,
+}
+
+struct Task {
+    title: String,
+    total: Option<u64>,
+    done: u64,
+    finished: bool,
+}
+
+impl fmt::Debug for ProgressReporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProgressReporter")
+            .field("sink", &self.sink.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProgressReporter {
+    pub(crate) fn new(sink: Option<crate::ProgressSink>) -> ProgressReporter {
+        ProgressReporter {
+            sink,
+            tasks: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// `text` cut to [`MAX_PROGRESS_TEXT`] characters.
+fn progress_text(text: &str) -> String {
+    match text.char_indices().nth(MAX_PROGRESS_TEXT) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
 }
 
 impl HostServices for CallServices {
@@ -280,12 +372,18 @@ impl HostServices for CallServices {
         let request: Value = serde_json::from_slice(request).map_err(|e| {
             ServiceError::Failed(format!("the request to `{service}` is not JSON: {e}"))
         })?;
+        // The two local services answer at once, on the guest's thread.
+        match service {
+            PROGRESS => return self.progress(&request).map(|v| v.to_string().into_bytes()),
+            KV => return self.kv(&request).map(|v| v.to_string().into_bytes()),
+            _ => {}
+        }
         let work = async {
             match service {
                 WEB_FETCH => self.fetch(&request).await,
                 LLM_CHAT => self.chat(&request).await,
                 other => Err(ServiceError::Denied(format!(
-                    "there is no host service `{other}`; the services are `{WEB_FETCH}` and `{LLM_CHAT}`"
+                    "there is no host service `{other}`; the services are `{WEB_FETCH}`, `{LLM_CHAT}`, `{PROGRESS}` and `{KV}`"
                 ))),
             }
         };
@@ -309,6 +407,162 @@ async fn cancelled(cancel: &CancelToken) {
 }
 
 impl CallServices {
+    /// [`PROGRESS`]: `{"op": "start", "title", "total"?}` → `{"task"}`, `{"op": "step",
+    /// "task", "by"?, "message"?}` → `{"done"}`, `{"op": "done", "task", "summary"?}` → `{}`.
+    fn progress(&self, request: &Value) -> Result<Value, ServiceError> {
+        let Some(reporter) = &self.progress else {
+            return Err(ServiceError::Denied(format!(
+                "{} may not report progress: it must list `{PROGRESS}` in its capability_requirements and the app must grant it",
+                self.tool
+            )));
+        };
+        let bad = |m: &str| ServiceError::Failed(format!("a `{PROGRESS}` request {m}"));
+        let text = |key: &str| request.get(key).and_then(Value::as_str).map(progress_text);
+        let mut tasks = reporter.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        let (answer, task, event) = match request["op"].as_str() {
+            Some("start") => {
+                if tasks.len() == MAX_TASKS {
+                    return Err(bad(&format!(
+                        "starts more than {MAX_TASKS} tasks in one call"
+                    )));
+                }
+                let title =
+                    text("title").ok_or_else(|| bad("to `start` needs a string `title`"))?;
+                let total = match request.get("total") {
+                    None | Some(Value::Null) => None,
+                    Some(total) => Some(
+                        total
+                            .as_u64()
+                            .ok_or_else(|| bad("has a `total` that is not a whole number"))?,
+                    ),
+                };
+                tasks.push(Task {
+                    title,
+                    total,
+                    done: 0,
+                    finished: false,
+                });
+                let id = tasks.len();
+                (
+                    json!({"task": id}),
+                    id,
+                    crate::ProgressEvent::Started { total },
+                )
+            }
+            Some(op @ ("step" | "done")) => {
+                let id = request["task"]
+                    .as_u64()
+                    .and_then(|id| usize::try_from(id).ok())
+                    .filter(|id| (1..=tasks.len()).contains(id))
+                    .ok_or_else(|| bad(&format!("to `{op}` names no task this call started")))?;
+                let task = &mut tasks[id - 1];
+                if task.finished {
+                    return Err(bad(&format!("to `{op}` names task {id}, which is done")));
+                }
+                if op == "step" {
+                    let by = match request.get("by") {
+                        None | Some(Value::Null) => 1,
+                        Some(by) => by
+                            .as_u64()
+                            .ok_or_else(|| bad("has a `by` that is not a whole number"))?,
+                    };
+                    task.done = task.done.saturating_add(by);
+                    let event = crate::ProgressEvent::Step {
+                        done: task.done,
+                        total: task.total,
+                        message: text("message"),
+                    };
+                    (json!({"done": task.done}), id, event)
+                } else {
+                    task.finished = true;
+                    let event = crate::ProgressEvent::Done {
+                        done: task.done,
+                        summary: text("summary"),
+                    };
+                    (json!({}), id, event)
+                }
+            }
+            _ => return Err(bad("needs `op`: `start`, `step` or `done`")),
+        };
+        let title = tasks[task - 1].title.clone();
+        drop(tasks);
+        if let Some(sink) = &reporter.sink {
+            sink(&crate::Progress {
+                tool: self.tool.clone(),
+                task: u32::try_from(task).unwrap_or(u32::MAX),
+                title,
+                event,
+            });
+        }
+        Ok(answer)
+    }
+
+    /// [`KV`]: `{"op": "get", "key"}` → `{"value"}` (`null` when unset), `{"op": "set", "key",
+    /// "value"}` → `{}`, `{"op": "delete", "key"}` → `{"deleted"}`, `{"op": "list", "prefix"?,
+    /// "limit"?}` → `{"keys"}`.
+    fn kv(&self, request: &Value) -> Result<Value, ServiceError> {
+        if !self.kv {
+            return Err(ServiceError::Denied(format!(
+                "{} does not list `{KV}` in its capability_requirements",
+                self.tool
+            )));
+        }
+        let Some(store) = &self.config.kv else {
+            return Err(ServiceError::Failed(
+                "the host was set up without a key-value store".to_owned(),
+            ));
+        };
+        let bad = |m: String| ServiceError::Failed(format!("a `{KV}` request {m}"));
+        let key = || -> Result<&str, ServiceError> {
+            let key = request["key"]
+                .as_str()
+                .ok_or_else(|| bad("needs a string `key`".to_owned()))?;
+            if key.is_empty() || key.len() > KV_MAX_KEY {
+                return Err(bad(format!(
+                    "has a key of {} bytes; keys are 1 to {KV_MAX_KEY} bytes",
+                    key.len()
+                )));
+            }
+            Ok(key)
+        };
+        let failed = |e: String| ServiceError::Failed(format!("the key-value store failed: {e}"));
+        match request["op"].as_str() {
+            Some("get") => Ok(json!({"value": store.get(key()?).map_err(failed)?})),
+            Some("set") => {
+                let key = key()?;
+                let Some(value) = request.get("value") else {
+                    return Err(bad("to `set` needs a `value`".to_owned()));
+                };
+                let value = value.to_string();
+                if value.len() > KV_MAX_VALUE {
+                    return Err(bad(format!(
+                        "sets `{key}` to {} bytes of JSON, above the {KV_MAX_VALUE} a value may have",
+                        value.len()
+                    )));
+                }
+                store.set(key, &value).map_err(failed)?;
+                Ok(json!({}))
+            }
+            Some("delete") => Ok(json!({"deleted": store.delete(key()?).map_err(failed)?})),
+            Some("list") => {
+                let prefix = match request.get("prefix") {
+                    None | Some(Value::Null) => "",
+                    Some(prefix) => prefix
+                        .as_str()
+                        .ok_or_else(|| bad("has a `prefix` that is not a string".to_owned()))?,
+                };
+                let limit = request["limit"]
+                    .as_u64()
+                    .map_or(KV_MAX_LIST, |l| usize::try_from(l).unwrap_or(KV_MAX_LIST))
+                    .min(KV_MAX_LIST);
+                Ok(json!({"keys": store.list(prefix, limit).map_err(failed)?}))
+            }
+            _ => Err(bad(
+                "needs `op`: `get`, `set`, `delete` or `list`".to_owned()
+            )),
+        }
+    }
+
     fn http(&self) -> Result<&Arc<dyn HttpClient>, ServiceError> {
         self.config.http.as_ref().ok_or_else(|| {
             ServiceError::Failed("the host was set up without an HTTP client".to_owned())

@@ -34,6 +34,7 @@ mod chat;
 mod error;
 mod files;
 mod formats;
+mod kv;
 mod locara;
 mod receipt;
 mod search;
@@ -49,8 +50,9 @@ mod tests;
 pub mod fuzzing;
 
 pub use locara_exec::{
-    ApprovalDecision, ApprovalRequest, Approver, Egress, HandlerError, HostTool, HttpClient,
-    HttpRequest, HttpResponse, LLM_CHAT, LlmEndpoint, ServicesConfig, ToolHandler, WEB_FETCH,
+    ApprovalDecision, ApprovalRequest, Approver, CallContext, Egress, HandlerError, HostTool,
+    HttpClient, HttpRequest, HttpResponse, LLM_CHAT, LlmEndpoint, Progress, ProgressEvent,
+    ProgressSink, ServicesConfig, ToolHandler, WEB_FETCH,
 };
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
 pub use locara_registry::{SignedReceipt, SigningKey};

@@ -3,8 +3,8 @@
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
 use locara_exec::{
-    Approver, ExecConfig, HostTool, HttpClient, LlmEndpoint, Pipeline, Resolver, ServicesConfig,
-    ToolCall, ToolResult, depth,
+    Approver, CallContext, ExecConfig, HostTool, HttpClient, LlmEndpoint, Pipeline, ProgressSink,
+    Resolver, ServicesConfig, ToolCall, ToolResult, depth,
 };
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, VerifiedArtifact};
@@ -59,6 +59,9 @@ pub struct LocaraConfig {
     /// (within the hosts the app grants) and no language model, so `llm.chat` is refused until
     /// [`LocaraConfig::with_llm`] sets one.
     pub services: ServicesConfig,
+    /// The user calls are made for when a request names none: what per-user tools (memory)
+    /// are scoped by. By default nobody, and such tools refuse calls.
+    pub user: Option<String>,
 }
 
 impl LocaraConfig {
@@ -78,7 +81,20 @@ impl LocaraConfig {
             host_tools: Vec::new(),
             services: ServicesConfig::new()
                 .with_http(Arc::new(locara_http::HyperClient::default())),
+            user: None,
         }
+    }
+
+    /// Sets the user calls are made for when a request names none.
+    pub fn with_user(mut self, user: impl Into<String>) -> LocaraConfig {
+        self.user = Some(user.into());
+        self
+    }
+
+    /// The name of the app: its manifest's, or `locara` for the host without one. The `kv`
+    /// store keeps one namespace per name.
+    pub fn app_name(&self) -> &str {
+        self.app.as_ref().map_or("locara", |app| app.name.as_str())
     }
 
     /// Sets the app's language model, the OpenAI-compatible endpoint that tools granted
@@ -268,6 +284,8 @@ pub struct Locara {
     pub(crate) receipt_key: Option<SigningKey>,
     /// The HTTP client and language model: what [`Locara::chat`] reaches its model with.
     pub(crate) services: ServicesConfig,
+    /// The user of calls whose request names none.
+    user: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -450,9 +468,16 @@ impl Locara {
             declared,
             host,
         });
+        let mut services = config.services.clone();
+        if services.kv.is_none() {
+            services = services.with_kv(Arc::new(crate::kv::LazyKv::new(
+                config.home.join("state").join("kv.sqlite"),
+                config.app_name(),
+            )));
+        }
         let mut exec = ExecConfig::new(resolver, sandbox, grants.clone())
             .with_output_cap_bytes(config.output_cap_bytes)
-            .with_services(config.services.clone());
+            .with_services(services);
         if let Some(approver) = &config.approver {
             exec = exec.with_approver(Arc::clone(approver));
         }
@@ -463,6 +488,7 @@ impl Locara {
             engine: config.engine,
             receipt_key: config.receipt_key.clone(),
             services: config.services.clone(),
+            user: config.user.clone(),
         })
     }
 
@@ -574,6 +600,28 @@ impl Locara {
     /// invalid arguments, engine failure); a tool that ran and failed is an `Ok` response with
     /// `ok: false`.
     pub async fn run(&self, request: RunRequest) -> Result<RunResponse, Error> {
+        self.run_observed(request, None).await
+    }
+
+    /// Runs one call like [`run`](Locara::run), handing each progress report the tool makes
+    /// (see [`Progress`](crate::Progress)) to `progress` as it comes, on the thread that runs
+    /// the tool. Only tools that declare `progress` report, and only when the app grants it.
+    ///
+    /// # Errors
+    /// As [`run`](Locara::run).
+    pub async fn run_with_progress(
+        &self,
+        request: RunRequest,
+        progress: ProgressSink,
+    ) -> Result<RunResponse, Error> {
+        self.run_observed(request, Some(progress)).await
+    }
+
+    async fn run_observed(
+        &self,
+        request: RunRequest,
+        progress: Option<ProgressSink>,
+    ) -> Result<RunResponse, Error> {
         let started = receipt::Clock::start();
         let output_dir = match &request.output_dir {
             Some(dir) => Some(files::granted_output_dir(dir, &self.grants)?),
@@ -591,7 +639,11 @@ impl Locara {
             }
         };
         let input_sha256 = receipt_key.map(|_| receipt::digest(&request.arguments));
-        let mut call = ToolCall::new(request.tool, request.arguments);
+        let mut context = CallContext::new();
+        context.user = request.user.or_else(|| self.user.clone());
+        context.seed = request.seed;
+        context.progress = progress;
+        let mut call = ToolCall::new(request.tool, request.arguments).with_context(context);
         call.workspace = request.workspace;
         let mut result = self.pipeline.clone().oneshot(call).await?;
         let produced = std::mem::take(&mut result.files);
@@ -664,6 +716,8 @@ impl Locara {
                 workspace: step.workspace,
                 output_dir: None,
                 receipt: step.receipt,
+                user: None,
+                seed: None,
             };
             match self.run(request).await {
                 Ok(response) => {

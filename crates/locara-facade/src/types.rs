@@ -26,6 +26,15 @@ pub struct RunRequest {
     /// receipt key ([`LocaraConfig::with_receipt_key`](crate::LocaraConfig::with_receipt_key)).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub receipt: bool,
+    /// The user the call is made for, which per-user tools (memory) are scoped by; without
+    /// one, the host's ([`LocaraConfig::with_user`](crate::LocaraConfig::with_user)). Set by
+    /// the host, never taken from a model's tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Seeds the tool's random numbers so the call can be repeated exactly (on either
+    /// engine); without one they are cryptographically random.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 fn empty_object() -> Value {
@@ -41,7 +50,21 @@ impl RunRequest {
             workspace: None,
             output_dir: None,
             receipt: false,
+            user: None,
+            seed: None,
         }
+    }
+
+    /// Makes the call for `user`.
+    pub fn with_user(mut self, user: impl Into<String>) -> RunRequest {
+        self.user = Some(user.into());
+        self
+    }
+
+    /// Seeds the tool's random numbers.
+    pub fn with_seed(mut self, seed: u64) -> RunRequest {
+        self.seed = Some(seed);
+        self
     }
 
     /// Asks for a signed receipt of the call.

@@ -203,7 +203,11 @@ struct ProbeTool {
 
 #[async_trait::async_trait]
 impl ToolHandler for ProbeTool {
-    async fn call(&self, arguments: Value) -> Result<Value, HandlerError> {
+    async fn call(
+        &self,
+        arguments: Value,
+        _context: &locara_facade::CallContext,
+    ) -> Result<Value, HandlerError> {
         let now = self.probe.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.probe.most_in_flight.fetch_max(now, Ordering::SeqCst);
         self.probe

@@ -20,7 +20,11 @@ struct WordCount;
 
 #[async_trait::async_trait]
 impl ToolHandler for WordCount {
-    async fn call(&self, arguments: Value) -> Result<Value, HandlerError> {
+    async fn call(
+        &self,
+        arguments: Value,
+        _context: &locara_facade::CallContext,
+    ) -> Result<Value, HandlerError> {
         if let Some(ms) = arguments["sleep_ms"].as_u64() {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }

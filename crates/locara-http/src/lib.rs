@@ -143,7 +143,11 @@ struct HttpHandler {
 
 #[async_trait::async_trait]
 impl ToolHandler for HttpHandler {
-    async fn call(&self, arguments: Value) -> Result<Value, HandlerError> {
+    async fn call(
+        &self,
+        arguments: Value,
+        _context: &locara_exec::CallContext,
+    ) -> Result<Value, HandlerError> {
         let request = HttpRequest::post(
             self.url.clone(),
             vec![

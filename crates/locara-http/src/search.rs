@@ -329,7 +329,11 @@ enum Attempt {
 
 #[async_trait::async_trait]
 impl ToolHandler for SearchHandler {
-    async fn call(&self, arguments: Value) -> Result<Value, HandlerError> {
+    async fn call(
+        &self,
+        arguments: Value,
+        _context: &locara_exec::CallContext,
+    ) -> Result<Value, HandlerError> {
         let started = Instant::now();
         let deadline = started + budget(self.wall_time);
         let query = arguments["query"].as_str().unwrap_or_default().trim();

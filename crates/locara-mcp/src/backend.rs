@@ -246,7 +246,11 @@ struct Forward {
 
 #[async_trait::async_trait]
 impl ToolHandler for Forward {
-    async fn call(&self, arguments: Value) -> Result<Value, HandlerError> {
+    async fn call(
+        &self,
+        arguments: Value,
+        _context: &locara_facade::CallContext,
+    ) -> Result<Value, HandlerError> {
         let mut params = CallToolRequestParams::new(Cow::Owned(self.tool.clone()));
         params.arguments = arguments.as_object().cloned();
         let result = self.connection.call_tool(params).await.map_err(|e| {

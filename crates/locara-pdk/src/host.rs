@@ -1,5 +1,6 @@
 //! The host services a tool may ask for (see `docs/tool-abi.md` § Host services): `web.fetch`
-//! ([`fetch`]) and `llm.chat` ([`chat`]), through the `locara_host` imports; [`call`] asks any
+//! ([`fetch`]) and `llm.chat` ([`chat`]), through the `locara_host` imports (`progress` and
+//! `kv` have modules of their own, [`crate::progress`] and [`crate::kv`]); [`call`] asks any
 //! service, including ones added later, with a JSON request. A tool's manifest must declare
 //! each service it uses.
 //!

@@ -48,6 +48,8 @@ pub use locara_pdk_macros::tool;
 
 pub mod files;
 pub mod host;
+pub mod kv;
+pub mod progress;
 pub mod workspace;
 
 // `#[tool]` expands to `::locara_pdk::...` paths, which this crate's own tests use too.

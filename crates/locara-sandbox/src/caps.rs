@@ -52,6 +52,7 @@ pub struct Capabilities {
     pub(crate) staged: Vec<(String, Vec<u8>)>,
     pub(crate) collect: Option<String>,
     pub(crate) services: Option<Services>,
+    pub(crate) random_seed: Option<u64>,
 }
 
 impl Capabilities {
@@ -65,6 +66,7 @@ impl Capabilities {
             staged: Vec::new(),
             collect: None,
             services: None,
+            random_seed: None,
         }
     }
 
@@ -152,6 +154,14 @@ impl Capabilities {
     /// links, devices and FIFOs inside it are skipped.
     pub fn collecting(mut self, dir: impl Into<String>) -> Self {
         self.collect = Some(dir.into());
+        self
+    }
+
+    /// Makes the guest's random numbers (`random_get`) the ChaCha20 stream of `seed` instead of
+    /// the operating system's, so a call can be repeated exactly, on either engine. Without it
+    /// they are cryptographically random.
+    pub fn with_random_seed(mut self, seed: u64) -> Self {
+        self.random_seed = Some(seed);
         self
     }
 

@@ -77,6 +77,7 @@ pub(crate) fn prepare(
         cancel: cancel.clone(),
         collect: caps.collect.clone(),
         services: caps.services.clone(),
+        random_seed: caps.random_seed,
     });
     let mut wasi = wasi;
     if !caps.staged.is_empty() {

@@ -84,6 +84,11 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
         ));
     }
     for service in &manifest.capability_requirements {
+        // Reporting progress is optional: a tool that declares it runs without the grant, and
+        // its reports then go nowhere (the service refuses them, which the tool ignores).
+        if service == crate::services::PROGRESS {
+            continue;
+        }
         if !grants.services.contains(service) {
             return Err(denied(
                 format!("the host service `{service}`"),
@@ -91,6 +96,12 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
             ));
         }
     }
+    let declares = |service: &str| {
+        manifest
+            .capability_requirements
+            .iter()
+            .any(|s| s == service)
+    };
     let app_hosts = &grants.net.allowed_hosts;
     for host in &manifest.wasi_imports.net.allowed_hosts {
         if host == "*" && app_hosts.is_empty() {
@@ -120,10 +131,13 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
             .filter(|h| locara_manifest::NetAccess::names_addresses(h))
             .cloned()
             .collect(),
-        llm: manifest
-            .capability_requirements
-            .iter()
-            .any(|s| s == crate::services::LLM_CHAT),
+        llm: declares(crate::services::LLM_CHAT),
+        progress: declares(crate::services::PROGRESS)
+            && grants
+                .services
+                .iter()
+                .any(|s| s == crate::services::PROGRESS),
+        kv: declares(crate::services::KV),
     })
 }
 

@@ -113,7 +113,8 @@ where
         let verified = Arc::clone(&self.verified);
         Box::pin(async move {
             if let Some(tool) = resolver.host_tool(&call.tool) {
-                let resolved = ResolvedCall::new(tool, call.arguments, call.workspace);
+                let resolved = ResolvedCall::new(tool, call.arguments, call.workspace)
+                    .with_context(call.context);
                 return inner.call(resolved).await;
             }
             let cached = verified
@@ -139,7 +140,8 @@ where
                     found
                 }
             };
-            let mut resolved = ResolvedCall::new(artifact, call.arguments, call.workspace);
+            let mut resolved = ResolvedCall::new(artifact, call.arguments, call.workspace)
+                .with_context(call.context);
             resolved.models = models;
             inner.call(resolved).await
         })

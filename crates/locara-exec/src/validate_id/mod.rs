@@ -54,6 +54,7 @@ where
                     tool,
                     arguments: call.arguments,
                     workspace: call.workspace,
+                    context: call.context,
                 };
                 Box::pin(self.inner.call(parsed))
             }

@@ -137,6 +137,8 @@ pub(crate) struct WasiCtx {
     services: Option<crate::services::Services>,
     /// A service's answer, ready for [`host::response`].
     pending: Option<Vec<u8>>,
+    /// The call's random numbers when the host seeded them; `None` reads the OS's.
+    rng: Option<rand_chacha::ChaCha20Rng>,
 }
 
 #[derive(Debug)]
@@ -192,6 +194,7 @@ pub(crate) struct WasiSetup {
     pub(crate) cancel: CancelToken,
     pub(crate) collect: Option<String>,
     pub(crate) services: Option<crate::services::Services>,
+    pub(crate) random_seed: Option<u64>,
 }
 
 impl WasiCtx {
@@ -233,6 +236,10 @@ impl WasiCtx {
             collect: setup.collect,
             services: setup.services,
             pending: None,
+            rng: setup.random_seed.map(|seed| {
+                use rand_chacha::rand_core::SeedableRng as _;
+                rand_chacha::ChaCha20Rng::seed_from_u64(seed)
+            }),
         }
     }
 
@@ -676,9 +683,12 @@ pub(crate) fn clock_time_get(
     Ok(())
 }
 
-pub(crate) fn random_get(_: &mut WasiCtx, mem: &mut [u8], buf: i32, len: i32) -> Res {
+pub(crate) fn random_get(ctx: &mut WasiCtx, mem: &mut [u8], buf: i32, len: i32) -> Res {
     let buf = bytes_mut(mem, buf, len as u32)?;
-    getrandom::fill(buf).map_err(|_| Errno::IO)?;
+    match &mut ctx.rng {
+        Some(rng) => rand_chacha::rand_core::RngCore::fill_bytes(rng, buf),
+        None => getrandom::fill(buf).map_err(|_| Errno::IO)?,
+    }
     Ok(())
 }
 

@@ -1,0 +1,226 @@
+//! The state capabilities a wasm tool may be granted (`test.state`, a `locara-pdk` guest): the
+//! app's `kv` store, `progress` reports heard through the facade, and random numbers a caller
+//! may seed, on both engines.
+
+use std::{
+    path::Path,
+    sync::{Arc, Mutex},
+};
+
+use locara_facade::{
+    AppManifest, BackendKind, Locara, LocaraConfig, Progress, ProgressEvent, RunRequest,
+};
+use locara_test_artifacts::{PDK_STATE, PDK_STATE_MANIFEST, TestHome};
+use serde_json::{Value, json};
+
+fn home() -> TestHome {
+    let home = TestHome::new();
+    home.publish(
+        &home.registry(),
+        Path::new(PDK_STATE),
+        Path::new(PDK_STATE_MANIFEST),
+    )
+    .unwrap();
+    home
+}
+
+/// An app named `name` that may call `test.state` and is granted `services`.
+fn app(home: &TestHome, name: &str, services: &[&str], engine: BackendKind) -> Locara {
+    let app = AppManifest::from_json(
+        &json!({
+            "schema_version": 1,
+            "name": name,
+            "tools": ["test.state@0.1.0"],
+            "grants": {"services": services, "max_safety_tier": "side_effecting"},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let config = LocaraConfig::new(home.path())
+        .with_app(app, home.path())
+        .with_engine(engine);
+    Locara::new(&config).unwrap()
+}
+
+async fn state(locara: &Locara, arguments: Value) -> Value {
+    let response = locara
+        .run(RunRequest::new("test.state", arguments.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{arguments}: {e}"));
+    assert!(response.ok, "{arguments}: {:?}", response.error);
+    response.output.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kv_persists_across_hosts_and_apps_never_share_it() {
+    let home = home();
+    for engine in [BackendKind::Wasmtime, BackendKind::Wasmi] {
+        let notes = app(&home, "notes", &["kv"], engine);
+        let first = state(&notes, json!({"op": "count", "key": "visits"})).await;
+        let second = state(&notes, json!({"op": "count", "key": "visits"})).await;
+        assert_eq!(
+            second["count"].as_u64(),
+            Some(first["count"].as_u64().unwrap() + 1)
+        );
+    }
+    // A new host on the same home (as a new process would be) sees what the last one kept.
+    let notes = app(&home, "notes", &["kv"], BackendKind::Wasmtime);
+    assert_eq!(
+        state(&notes, json!({"op": "get", "key": "visits"})).await,
+        json!({"value": 4})
+    );
+    state(
+        &notes,
+        json!({"op": "set", "key": "drafts/a", "value": {"title": "A"}}),
+    )
+    .await;
+    state(
+        &notes,
+        json!({"op": "set", "key": "drafts/b", "value": [1, 2]}),
+    )
+    .await;
+    assert_eq!(
+        state(&notes, json!({"op": "list", "key": "drafts/"})).await,
+        json!({"keys": ["drafts/a", "drafts/b"]})
+    );
+    assert_eq!(
+        state(&notes, json!({"op": "delete", "key": "drafts/a"})).await,
+        json!({"deleted": true})
+    );
+    assert_eq!(
+        state(&notes, json!({"op": "get", "key": "drafts/a"})).await,
+        json!({"value": null})
+    );
+
+    // Another app on the same home has a namespace of its own.
+    let other = app(&home, "other", &["kv"], BackendKind::Wasmtime);
+    assert_eq!(
+        state(&other, json!({"op": "get", "key": "visits"})).await,
+        json!({"value": null})
+    );
+    assert_eq!(
+        state(&other, json!({"op": "list", "key": ""})).await,
+        json!({"keys": []})
+    );
+
+    // A value above the size limit is refused with the reason, and nothing is stored.
+    let big = "x".repeat(70_000);
+    let response = other
+        .run(RunRequest::new(
+            "test.state",
+            json!({"op": "set", "key": "big", "value": big}),
+        ))
+        .await
+        .unwrap();
+    let error = response.error.unwrap();
+    assert!(error.message.contains("above the 65536"), "{error:?}");
+
+    // An app that does not grant `kv` cannot run a tool that needs it.
+    let denied = app(&home, "no-kv", &[], BackendKind::Wasmtime);
+    let error = denied
+        .run(RunRequest::new(
+            "test.state",
+            json!({"op": "get", "key": "visits"}),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "capability_denied", "{error}");
+    assert!(error.to_string().contains("`kv`"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_facade_caller_in_order_when_granted() {
+    let home = home();
+    for engine in [BackendKind::Wasmtime, BackendKind::Wasmi] {
+        let granted = app(&home, "watched", &["kv", "progress"], engine);
+        let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        let response = granted
+            .run_with_progress(
+                RunRequest::new("test.state", json!({"op": "progress", "n": 3})),
+                Arc::new(move |p: &Progress| sink.lock().unwrap().push(p.clone())),
+            )
+            .await
+            .unwrap();
+        assert!(response.ok, "{:?}", response.error);
+        let seen = seen.lock().unwrap().clone();
+        let events: Vec<_> = seen.iter().map(|p| p.event.clone()).collect();
+        assert_eq!(
+            events,
+            [
+                ProgressEvent::Started { total: Some(3) },
+                ProgressEvent::Step {
+                    done: 1,
+                    total: Some(3),
+                    message: Some("step 1".to_owned())
+                },
+                ProgressEvent::Step {
+                    done: 2,
+                    total: Some(3),
+                    message: Some("step 2".to_owned())
+                },
+                ProgressEvent::Step {
+                    done: 3,
+                    total: Some(3),
+                    message: Some("step 3".to_owned())
+                },
+                ProgressEvent::Done {
+                    done: 3,
+                    summary: Some("counted to 3".to_owned())
+                },
+            ],
+            "{engine:?}"
+        );
+        assert!(
+            seen.iter()
+                .all(|p| p.tool == "test.state@0.1.0" && p.task == 1 && p.title == "Counting")
+        );
+
+        // Without the grant the tool still runs, and reports nothing.
+        let silent = app(&home, "unwatched", &["kv"], engine);
+        let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        let response = silent
+            .run_with_progress(
+                RunRequest::new("test.state", json!({"op": "progress", "n": 3})),
+                Arc::new(move |p: &Progress| sink.lock().unwrap().push(p.clone())),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.output, Some(json!({"steps": 3})));
+        assert!(seen.lock().unwrap().is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_makes_random_numbers_repeat_on_both_engines() {
+    let home = home();
+    let random = |seed: Option<u64>| {
+        let mut request = RunRequest::new("test.state", json!({"op": "random", "n": 32}));
+        if let Some(seed) = seed {
+            request = request.with_seed(seed);
+        }
+        request
+    };
+    let mut seeded = Vec::new();
+    let mut unseeded = Vec::new();
+    for engine in [BackendKind::Wasmtime, BackendKind::Wasmi] {
+        let locara = app(&home, "dice", &["kv"], engine);
+        for seed in [Some(7), Some(7), Some(8)] {
+            let response = locara.run(random(seed)).await.unwrap();
+            seeded.push(response.output.unwrap()["hex"].clone());
+        }
+        let response = locara.run(random(None)).await.unwrap();
+        unseeded.push(response.output.unwrap()["hex"].clone());
+    }
+    // Seed 7 gives one stream on both engines and every run; seed 8 another.
+    assert_eq!(seeded[0], seeded[1]);
+    assert_eq!(seeded[0], seeded[3]);
+    assert_eq!(seeded[0], seeded[4]);
+    assert_eq!(seeded[2], seeded[5]);
+    assert_ne!(seeded[0], seeded[2]);
+    // Without a seed, random stays random.
+    assert_ne!(unseeded[0], unseeded[1]);
+    assert_ne!(unseeded[0], seeded[0]);
+    assert_eq!(seeded[0].as_str().unwrap().len(), 64);
+}
