@@ -180,6 +180,11 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = Engine::Wasmtime)]
     pub(crate) engine: Engine,
 
+    /// The user calls are made for: what per-user state (memory) is kept under; a model
+    /// never chooses it
+    #[arg(long, global = true, env = "LOCARA_USER", value_name = "NAME")]
+    pub(crate) user: Option<String>,
+
     /// An app manifest (`locara.json`) whose tools and grants apply [default: ./locara.json if
     /// it exists]
     #[arg(long, global = true, value_name = "FILE")]
@@ -570,6 +575,11 @@ pub(crate) struct RunArgs {
     /// (`<home>/keys/receipts.secret.json`, made on first use), to FILE
     #[arg(long, value_name = "FILE", conflicts_with = "tool_call")]
     pub(crate) receipt: Option<PathBuf>,
+
+    /// Seed the tool's random numbers with N, so the call can be repeated exactly (the same
+    /// output on either engine); without it they are cryptographically random
+    #[arg(long, value_name = "N", conflicts_with = "tool_call")]
+    pub(crate) seed: Option<u64>,
 }
 
 /// `locara batch`.

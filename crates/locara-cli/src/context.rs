@@ -29,6 +29,8 @@ pub(crate) struct Context {
     pub(crate) home: PathBuf,
     /// The engine.
     pub(crate) engine: crate::cli::Engine,
+    /// `--user`: who calls are made for.
+    user: Option<String>,
     /// The app manifest, read when a facade is opened (so a broken one does not stop `keygen`).
     pub(crate) app_file: Option<PathBuf>,
     /// Machine output.
@@ -78,6 +80,7 @@ impl Context {
             connector,
             home,
             engine: cli.engine,
+            user: cli.user.clone().filter(|u| !u.trim().is_empty()),
             app_file,
             json: cli.json,
             approver: Arc::new(CliApprover {
@@ -211,6 +214,9 @@ impl Context {
         let mut config = LocaraConfig::new(&self.home)
             .with_engine(self.engine.kind())
             .with_approver(self.approver.clone());
+        if let Some(user) = &self.user {
+            config = config.with_user(user);
+        }
         if let Some(key) = receipt_key {
             config = config.with_receipt_key(key);
         }
@@ -276,6 +282,11 @@ impl Context {
                 if self.llm.is_some() {
                     grants = grants.with_service(locara_facade::LLM_CHAT);
                 }
+                // The home's own key-value store (namespace `locara`), and progress reports,
+                // which only reach the terminal.
+                grants = grants
+                    .with_service(locara_facade::KV)
+                    .with_service(locara_facade::PROGRESS);
                 config = config.with_grants(grants);
             }
         }

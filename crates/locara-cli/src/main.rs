@@ -24,6 +24,7 @@ mod context;
 mod dev;
 mod models;
 mod output;
+mod progress;
 mod publish;
 mod receipts;
 mod run;

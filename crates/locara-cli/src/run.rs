@@ -15,7 +15,7 @@ use crate::{
     arguments::{self, Stdin},
     cli::{BatchArgs, ChainArgs, RunArgs},
     context::{self, Context},
-    output, receipts,
+    output, progress, receipts,
 };
 
 /// Exit code: the tool ran and failed.
@@ -71,7 +71,18 @@ pub(crate) fn run(
     if args.receipt.is_some() {
         request = request.with_receipt();
     }
-    let response = match runtime()?.block_on(locara.run(request)) {
+    if let Some(seed) = args.seed {
+        request = request.with_seed(seed);
+    }
+    let line = progress::Line::on_stderr();
+    let outcome = match &line {
+        Some(line) => runtime()?.block_on(locara.run_with_progress(request, line.sink())),
+        None => runtime()?.block_on(locara.run(request)),
+    };
+    if let Some(line) = line {
+        line.clear();
+    }
+    let response = match outcome {
         Ok(response) => response,
         Err(error) => {
             let mut report = error.report().clone();

@@ -51,8 +51,8 @@ pub mod fuzzing;
 
 pub use locara_exec::{
     ApprovalDecision, ApprovalRequest, Approver, CallContext, Egress, HandlerError, HostTool,
-    HttpClient, HttpRequest, HttpResponse, LLM_CHAT, LlmEndpoint, Progress, ProgressEvent,
-    ProgressSink, ServicesConfig, ToolHandler, WEB_FETCH,
+    HttpClient, HttpRequest, HttpResponse, KV, LLM_CHAT, LlmEndpoint, PROGRESS, Progress,
+    ProgressEvent, ProgressSink, ServicesConfig, ToolHandler, WEB_FETCH,
 };
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
 pub use locara_registry::{SignedReceipt, SigningKey};

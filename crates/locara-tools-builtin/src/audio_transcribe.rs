@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use locara_pdk::{JsonSchema, tool};
+use locara_pdk::{JsonSchema, progress, tool};
 
 use crate::abi::{self, ToolError};
 use crate::blob::Blob;
@@ -201,16 +201,20 @@ fn transcribe(args: Args, root: &Path, models: &Path) -> Result<Output, ToolErro
     let ends_in_part = first + span >= audio.samples.len();
     drop(audio);
 
+    let task = progress::Task::start("Transcribing", Some(2));
     let vocab = vocab::Vocab::from_json(&read_model(models, TOKENIZER_FILE)?)
         .map_err(|e| corrupt_model(TOKENIZER_FILE, &e))?;
     let whisper = {
         let bytes = read_model(models, MODEL_FILE)?;
         model::Whisper::load(&bytes).map_err(|e| corrupt_model(MODEL_FILE, &e))?
     };
+    task.step(Some("model loaded"));
     let mut transcriber = Transcriber::new(&whisper, &vocab)?;
     let (segments, done_ms) = transcriber
         .transcribe(&samples, args.start_ms, duration_ms)
         .map_err(|e| ToolError::failed(format!("transcription failed: {e}")))?;
+    task.step(Some("window decoded"));
+    task.done(Some(&format!("{} segments", segments.len())));
     let next_start_ms = (!(ends_in_part && done_ms >= duration_ms)).then_some(done_ms);
     let text = segments
         .iter()

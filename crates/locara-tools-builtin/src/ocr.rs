@@ -22,7 +22,7 @@ use rten_tensor::{NdTensor, NdTensorView};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use locara_pdk::{JsonSchema, tool};
+use locara_pdk::{JsonSchema, progress, tool};
 
 use crate::abi::{self, ToolError};
 use crate::blob::Blob;
@@ -241,19 +241,24 @@ impl Engine {
 
     fn read(&self, img: &RgbImage, args: &Args) -> Result<Output, ToolError> {
         let (width, height) = img.dimensions();
+        let detecting = progress::Task::start("Finding text", None);
         let quads = self.detect(img, args.max_side)?;
+        detecting.done(Some(&format!("{} text boxes", quads.len())));
         let allowed = (args.language == Language::En).then(|| self.charset.latin_mask());
 
+        let reading = progress::Task::start("Reading lines", Some(quads.len() as u64));
         let mut found: Vec<(Quad, String, f32)> = Vec::new();
         for quad in quads {
             let crop = recognize::crop_quad(img, quad.pts);
             let (text, confidence) = self.recognize(&crop, allowed.as_deref())?;
+            reading.step(None);
             let text = text.trim().to_owned();
             if text.is_empty() || confidence < args.min_confidence {
                 continue;
             }
             found.push((quad, text, confidence));
         }
+        reading.done(Some(&format!("{} lines read", found.len())));
         Ok(assemble(&found, width, height))
     }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use locara_pdk::{JsonSchema, tool};
+use locara_pdk::{JsonSchema, progress, tool};
 
 use crate::abi::{self, ToolError};
 use crate::blob::{Blob, OutDir};
@@ -137,12 +137,14 @@ fn extract(pdf: &pdf::Pdf, pages: Option<&str>, max_chars: usize) -> Result<Outp
     let mut next_page = None;
     let mut unreadable = Vec::new();
     let mut last_error = None;
+    let reading = progress::Task::start("Reading pages", Some(wanted.len() as u64));
     for &number in &wanted {
         if budget == 0 {
             truncated = true;
             next_page = Some(number);
             break;
         }
+        reading.step(Some(&format!("page {number}")));
         let mut text = match pdf::page_text(pdf, number) {
             Ok(text) => text,
             Err(err) if wanted.len() > 1 => {
@@ -166,6 +168,10 @@ fn extract(pdf: &pdf::Pdf, pages: Option<&str>, max_chars: usize) -> Result<Outp
             break;
         }
     }
+    reading.done(Some(&match next_page {
+        Some(next) => format!("{} pages read, cut at max_chars on page {next}", out.len()),
+        None => format!("{} pages read", out.len()),
+    }));
 
     let empty: Vec<u32> = out
         .iter()
