@@ -224,3 +224,45 @@ async fn a_seed_makes_random_numbers_repeat_on_both_engines() {
     assert_ne!(unseeded[0], seeded[0]);
     assert_eq!(seeded[0].as_str().unwrap().len(), 64);
 }
+
+/// Programs' random numbers under a seed: Python's `random` (seeded from WASI's `random_get`)
+/// and Lua's `math.random` (seeded by the tool from it) repeat on both engines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeded_python_and_lua_programs_repeat_on_both_engines() {
+    for (tool, code) in [
+        (
+            "code-exec.python",
+            "import random; print(random.random(), random.randint(1, 10**9))",
+        ),
+        (
+            "code-exec.lua",
+            "print(math.random(), math.random(1, 10^9))",
+        ),
+    ] {
+        let (_home, hosts) = crate::code_exec_support::engines(tool);
+        let mut seeded = Vec::new();
+        let mut unseeded = Vec::new();
+        for locara in &hosts {
+            for seed in [Some(42), Some(42), None] {
+                let mut request = RunRequest::new(tool, json!({"code": code}));
+                if let Some(seed) = seed {
+                    request = request.with_seed(seed);
+                }
+                let response = locara.run(request).await.unwrap();
+                assert!(response.ok, "{tool}: {:?}", response.error);
+                let stdout = response.output.unwrap()["stdout"].clone();
+                if seed.is_some() {
+                    seeded.push(stdout);
+                } else {
+                    unseeded.push(stdout);
+                }
+            }
+        }
+        assert!(
+            seeded.windows(2).all(|w| w[0] == w[1]),
+            "{tool}: {seeded:?}"
+        );
+        assert_ne!(unseeded[0], unseeded[1], "{tool}");
+        assert_ne!(unseeded[0], seeded[0], "{tool}");
+    }
+}

@@ -538,6 +538,20 @@ fn run_lua(args: &Args, dirs: &Dirs, session: &Rc<RefCell<Session>>) -> Result<O
         |what: &str| ToolError::failed(format!("cannot start the Lua interpreter: {what}"));
     lua.open_stdlib(Stdlib::All)
         .map_err(|e| internal(&e.to_string()))?;
+    // Lua seeds `math.random` from the clock; seeding it from the host's random numbers
+    // instead makes it as random as they are, and repeatable when the caller seeds the call.
+    let mut seed = [0u8; 16];
+    getrandom::fill(&mut seed).map_err(|e| internal(&e.to_string()))?;
+    // Non-negative, so each is an integer literal in Lua (`-9223372036854775808` is a float).
+    let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])) >> 1;
+    let seeding = format!(
+        "math.randomseed({}, {})",
+        half(&seed[..8]),
+        half(&seed[8..])
+    );
+    lua.load(&seeding)
+        .call::<_, ()>(())
+        .map_err(|e| internal(&e.to_string()))?;
 
     let state = lua.global_state_mut();
     let s = Rc::clone(session);
