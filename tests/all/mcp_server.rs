@@ -1,6 +1,7 @@
 //! `locara serve` driven by a real third-party MCP client, the official Python SDK (PyPI `mcp`,
 //! installed by `.ci/test-deps` into a venv), over stdio and over streamable HTTP: the listing,
-//! a successful call, invalid arguments and an exceeded limit, as the client parses them.
+//! a successful call, invalid arguments and an exceeded limit, as the client parses them; and
+//! `ocr` called with a progress callback, whose reports the client hears before the result.
 //!
 //! The `locara` binary belongs to another package, so the tests build it with the cargo that
 //! runs them, into the same target directory (a no-op when it is fresh).
@@ -106,7 +107,14 @@ impl Fixture {
 
     /// Runs the Python client with `transport` (`stdio CMD…` or `http URL`) and `calls`.
     fn client(&self, transport: &[&str], calls: &Value) -> Value {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/client.py");
+        self.run_script("client.py", transport, calls)
+    }
+
+    /// Runs `tests/mcp/SCRIPT` (a Python client) with `calls` and `transport`; its report.
+    fn run_script(&self, script: &str, transport: &[&str], calls: &Value) -> Value {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("mcp")
+            .join(script);
         let output = Command::new(python())
             .arg(script)
             .arg(calls.to_string())
@@ -336,4 +344,113 @@ fn a_remote_address_is_refused_without_allow_remote() {
     // And `--allow-remote` needs `--http`.
     let output = fixture.serve(&["--allow-remote"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
+}
+
+/// The title block of the libtasn1 manual's first page (three lines), as poppler renders it.
+fn title_block_png() -> Vec<u8> {
+    use crate::media_support::{libtasn1_pdf, program, run};
+    let dir = tempfile::tempdir().unwrap();
+    let mut pdftoppm = program("pdftoppm", "poppler-utils");
+    pdftoppm
+        .args(["-png", "-singlefile", "-r", "100", "-f", "1", "-l", "1"])
+        .args(["-x", "110", "-y", "280", "-W", "640", "-H", "110"])
+        .arg(libtasn1_pdf())
+        .arg(dir.path().join("title"));
+    run(pdftoppm, b"");
+    std::fs::read(dir.path().join("title.png")).unwrap()
+}
+
+/// `ocr` on the title block with a progress callback, then without one.
+fn ocr_calls() -> Value {
+    let source = crate::media_support::blob(&title_block_png());
+    json!([
+        {"name": "ocr", "arguments": {"source": source}, "progress": true},
+        {"name": "ocr", "arguments": {"source": source}, "progress": false},
+    ])
+}
+
+/// Asserts what `progress_client.py` saw of [`ocr_calls`] over `transport`.
+fn check_progress(report: &Value, transport: &str) {
+    let calls = report["calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 2, "{report:#}");
+    for call in calls {
+        let result = &call["result"];
+        assert_eq!(result["isError"], json!(false), "{transport}: {result:#}");
+        let text = first_text(result)["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(text.contains("Syntax"), "{transport}: {text:?}");
+    }
+
+    // With a callback: every report heard, in order, before the call returned.
+    let heard = calls[0]["heard"].as_array().unwrap();
+    eprintln!(
+        "{transport}: {} progress notifications: {heard:#?}",
+        heard.len()
+    );
+    assert!(heard.len() >= 2, "{transport}: {report:#}");
+    let progress: Vec<f64> = heard
+        .iter()
+        .map(|h| h["progress"].as_f64().expect("a number"))
+        .collect();
+    assert!(
+        progress.windows(2).all(|w| w[0] < w[1]),
+        "{transport}: progress must increase: {progress:?}"
+    );
+    assert!(
+        heard
+            .iter()
+            .all(|h| h["message"].as_str().is_some_and(|m| !m.is_empty())),
+        "{transport}: {heard:#?}"
+    );
+    assert!(
+        heard.iter().any(|h| h["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Reading lines"))
+            && h["total"].is_number()),
+        "{transport}: no step of reading lines with a total: {heard:#?}"
+    );
+    // The last report (the last task done) came before the result: the call was complete.
+    let last = heard.last().unwrap();
+    assert_eq!(last["progress"], last["total"], "{transport}: {heard:#?}");
+    // The session saw exactly those, and none after the call returned.
+    assert_eq!(
+        calls[0]["notifications"].as_array().unwrap().len(),
+        heard.len(),
+        "{transport}: {report:#}"
+    );
+    assert_eq!(report["late"], json!([]), "{transport}: {report:#}");
+
+    // Without a callback: no token, no notification.
+    assert_eq!(calls[1]["heard"], json!([]), "{transport}: {report:#}");
+    assert_eq!(
+        calls[1]["notifications"],
+        json!([]),
+        "{transport}: {report:#}"
+    );
+}
+
+#[test]
+fn ocr_reports_progress_to_a_client_that_asks_over_stdio_and_http() {
+    let fixture = Fixture::new();
+    fixture.home.install_models("ocr");
+    let calls = ocr_calls();
+
+    let report = fixture.run_script(
+        "progress_client.py",
+        &[
+            "stdio",
+            locara().to_str().unwrap(),
+            "--home",
+            fixture.home(),
+            "serve",
+        ],
+        &calls,
+    );
+    check_progress(&report, "stdio");
+
+    let (_server, url) = serve_http(&fixture);
+    let report = fixture.run_script("progress_client.py", &["http", &url], &calls);
+    check_progress(&report, "http");
 }

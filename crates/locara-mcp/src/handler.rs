@@ -17,8 +17,13 @@
 //!   message, hint, violations with JSON pointers, limit); a failed tool's stderr follows
 //!   when it says more than the report. Only a name that is not a listed tool is a JSON-RPC
 //!   error (`-32602`, as the MCP specification has it for unknown tools).
+//! - A call whose request carries `_meta.progressToken` runs with
+//!   [`Locara::run_with_progress`], and each progress report of the tool becomes a
+//!   `notifications/progress` with that token, all sent before the result (see
+//!   [`progress`] for how `progress` and `total` are counted). Only tools that
+//!   declare `progress`, run by an app that grants it, report; without a token nothing changes.
 
-use std::{borrow::Cow, path::PathBuf, sync::Arc};
+use std::{borrow::Cow, future::Future, path::PathBuf, sync::Arc};
 
 use locara_facade::{
     ErrorReport, FileReport, Locara, RunRequest, RunResponse, ToolDescription, ToolSummary,
@@ -33,6 +38,8 @@ use rmcp::{
     service::RequestContext,
 };
 use serde_json::Value;
+
+use crate::progress::{self, Notice};
 
 /// What the server tells a client about itself at initialization.
 const INSTRUCTIONS: &str = "Locara runs each tool as a signed WebAssembly module in a sandbox \
@@ -97,6 +104,31 @@ impl LocaraMcp {
         name: &str,
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
+        let request = self.request(name, arguments)?;
+        Ok(call_result(self.locara.run(request).await))
+    }
+
+    /// Runs a `tools/call` like [`call`](LocaraMcp::call), with `send` awaited for each
+    /// progress report the tool makes, in order, every one before this returns.
+    pub(crate) async fn call_with_progress<S, F>(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        send: S,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        S: FnMut(Notice) -> F,
+        F: Future<Output = ()>,
+    {
+        let request = self.request(name, arguments)?;
+        let locara = &self.locara;
+        let result =
+            progress::forwarding(|sink| locara.run_with_progress(request, sink), send).await;
+        Ok(call_result(result))
+    }
+
+    /// The facade's request for a call of `name`; an error when no listed tool has that name.
+    fn request(&self, name: &str, arguments: JsonObject) -> Result<RunRequest, ErrorData> {
         if !self.tools.iter().any(|t| t.name == name) {
             let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
             return Err(ErrorData::invalid_params(
@@ -108,7 +140,7 @@ impl LocaraMcp {
         if let Some(dir) = &self.workspace {
             request = request.with_workspace(dir);
         }
-        Ok(call_result(self.locara.run(request).await))
+        Ok(request)
     }
 }
 
@@ -130,10 +162,26 @@ impl ServerHandler for LocaraMcp {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
-        self.call(&request.name, arguments).await.map(Into::into)
+        let Some(token) = context.meta.get_progress_token() else {
+            return self.call(&request.name, arguments).await.map(Into::into);
+        };
+        // Sent from this task (not a spawned one): rmcp ties a notification to the request
+        // being handled through a task-local, and the HTTP transport routes it by the token.
+        let peer = &context.peer;
+        let send = |notice: Notice| {
+            let param = notice.into_param(token.clone());
+            async move {
+                if let Err(error) = peer.notify_progress(param).await {
+                    tracing::debug!(%error, "progress notification not sent");
+                }
+            }
+        };
+        self.call_with_progress(&request.name, arguments, send)
+            .await
+            .map(Into::into)
     }
 }
 

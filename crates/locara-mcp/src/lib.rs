@@ -6,7 +6,10 @@
 //! [`Locara::run`](locara_facade::Locara::run), the same pipeline as every other host. A call
 //! that could not run and a tool that ran and failed are both tool results with `isError: true`
 //! whose text is the error report as JSON, so the model can correct its arguments; only a tool
-//! name that is not in the listing is a protocol error.
+//! name that is not in the listing is a protocol error. A call whose request carries a
+//! `progressToken` runs with
+//! [`Locara::run_with_progress`](locara_facade::Locara::run_with_progress), and the tool's
+//! progress reports reach the client as `notifications/progress`, all before the result.
 //!
 //! Two transports: [`serve_stdio`] (newline-delimited JSON-RPC on stdin and stdout; a line that
 //! is not a message, over [`MAX_MESSAGE_BYTES`] or nested deeper than [`MAX_JSON_DEPTH`] is
@@ -35,6 +38,7 @@ mod backend;
 mod error;
 mod handler;
 mod http;
+mod progress;
 mod stdio;
 
 #[cfg(test)]

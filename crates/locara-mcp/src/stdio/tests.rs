@@ -377,3 +377,117 @@ async fn bad_lines_are_answered_and_the_session_goes_on() {
         .unwrap()
         .unwrap();
 }
+
+/// A session with a Locara whose app runs `test.state` (which reports progress) and grants it
+/// `progress`, initialized.
+async fn state_session() -> (TestHome, Session) {
+    let home = TestHome::new();
+    home.publish(
+        &home.registry(),
+        std::path::Path::new(locara_test_artifacts::PDK_STATE),
+        std::path::Path::new(locara_test_artifacts::PDK_STATE_MANIFEST),
+    )
+    .unwrap();
+    let app = locara_facade::AppManifest::from_json(
+        &json!({
+            "schema_version": 1,
+            "name": "watched",
+            "tools": ["test.state@0.1.0"],
+            "grants": {"services": ["kv", "progress"], "max_safety_tier": "side_effecting"},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let config = LocaraConfig::new(home.path()).with_app(app, home.path());
+    let server = LocaraMcp::new(Arc::new(Locara::new(&config).unwrap()));
+    let (input, server_input) = tokio::io::duplex(64 * 1024);
+    let (server_output, output) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(serve_lines(server, server_input, server_output));
+    let mut session = Session {
+        input,
+        output: BufReader::new(output).lines(),
+    };
+    let initialized = session
+        .ask(
+            br#"{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}"#,
+        )
+        .await;
+    assert_eq!(initialized["id"], json!(0), "{initialized}");
+    session
+        .send(br#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#)
+        .await;
+    (home, session)
+}
+
+/// Sends `request` and reads up to its response: the messages before it, and it.
+async fn exchange(session: &mut Session, request: &Value) -> (Vec<Value>, Value) {
+    session.send(request.to_string().as_bytes()).await;
+    let mut before = Vec::new();
+    loop {
+        let message = session.receive().await;
+        if message.get("id") == Some(&request["id"]) {
+            return (before, message);
+        }
+        before.push(message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_progress_token_brings_each_report_as_a_notification_before_the_result() {
+    let (_home, mut session) = state_session().await;
+    let (before, response) = exchange(
+        &mut session,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "test.state",
+            "arguments": {"op": "progress", "n": 3},
+            "_meta": {"progressToken": "p-1"},
+        }}),
+    )
+    .await;
+    assert_eq!(response["result"]["isError"], json!(false), "{response}");
+    let seen: Vec<(Value, Value, Value, Value)> = before
+        .iter()
+        .map(|m| {
+            assert_eq!(m["method"], json!("notifications/progress"), "{m}");
+            let p = &m["params"];
+            (
+                p["progressToken"].clone(),
+                p["progress"].clone(),
+                p["total"].clone(),
+                p["message"].clone(),
+            )
+        })
+        .collect();
+    let expected: Vec<(Value, Value, Value, Value)> = [
+        (1, "Counting"),
+        (2, "Counting: step 1"),
+        (3, "Counting: step 2"),
+        (4, "Counting: step 3"),
+        (5, "Counting: counted to 3"),
+    ]
+    .into_iter()
+    .map(|(progress, message)| {
+        // Numbers, as floats: MCP's `progress` and `total` need not be whole.
+        let progress = f64::from(progress);
+        (json!("p-1"), json!(progress), json!(5.0), json!(message))
+    })
+    .collect();
+    assert_eq!(seen, expected);
+
+    // Without a token the same call brings no notification: its response comes first.
+    let (before, response) = exchange(
+        &mut session,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "test.state",
+            "arguments": {"op": "progress", "n": 3},
+        }}),
+    )
+    .await;
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!(response["result"]["isError"], json!(false), "{response}");
+    assert_eq!(
+        response["result"]["structuredContent"],
+        json!({"steps": 3}),
+        "{response}"
+    );
+}
