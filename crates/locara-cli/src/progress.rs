@@ -109,12 +109,7 @@ mod tests {
 
     #[test]
     fn a_report_is_one_line_without_control_characters() {
-        let progress = |event| Progress {
-            tool: "ocr@0.1.0".to_owned(),
-            task: 1,
-            title: "Reading lines".to_owned(),
-            event,
-        };
+        let progress = |event| Progress::new("ocr@0.1.0", 1, "Reading lines", event);
         assert_eq!(
             render(&progress(ProgressEvent::Step {
                 done: 3,

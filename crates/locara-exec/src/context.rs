@@ -74,6 +74,23 @@ pub struct Progress {
     pub event: ProgressEvent,
 }
 
+impl Progress {
+    /// A report of `tool`'s task number `task`, titled `title`.
+    pub fn new(
+        tool: impl Into<String>,
+        task: u32,
+        title: impl Into<String>,
+        event: ProgressEvent,
+    ) -> Progress {
+        Progress {
+            tool: tool.into(),
+            task,
+            title: title.into(),
+            event,
+        }
+    }
+}
+
 /// What a [`Progress`] report says.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

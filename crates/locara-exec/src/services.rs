@@ -487,12 +487,12 @@ impl CallServices {
         let title = tasks[task - 1].title.clone();
         drop(tasks);
         if let Some(sink) = &reporter.sink {
-            sink(&crate::Progress {
-                tool: self.tool.clone(),
-                task: u32::try_from(task).unwrap_or(u32::MAX),
+            sink(&crate::Progress::new(
+                self.tool.clone(),
+                u32::try_from(task).unwrap_or(u32::MAX),
                 title,
                 event,
-            });
+            ));
         }
         Ok(answer)
     }
