@@ -1,4 +1,4 @@
-//! Sentence embeddings: all-MiniLM-L6-v2 run natively with candle's BERT, loaded from the
+//! Sentence embeddings: all-MiniLM-L6-v2 run natively on candle ([`crate::bert`]), loaded from the
 //! model store after it verified the pinned files.
 //!
 //! The pipeline is sentence-transformers' for this model: WordPiece tokens (at most 256, the
@@ -11,12 +11,15 @@ use std::{fmt, path::Path, sync::Arc};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config, HiddenAct, PositionEmbeddingType};
 use locara_manifest::{ModelDependency, PackageFile, Sha256Hex};
 use locara_registry::ModelStore;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use crate::{MemoryError, error::BoxedSource};
+use crate::{
+    MemoryError,
+    bert::{Bert, Config},
+    error::BoxedSource,
+};
 
 /// The embedding model's name.
 pub const EMBEDDING_MODEL: &str = "all-MiniLM-L6-v2";
@@ -76,26 +79,16 @@ pub fn model_dependencies() -> Vec<ModelDependency> {
 }
 
 /// The model's architecture (its `config.json`, which is not among the pinned files).
-fn config() -> Config {
-    Config {
-        vocab_size: 30522,
-        hidden_size: EMBEDDING_DIMENSIONS,
-        num_hidden_layers: 6,
-        num_attention_heads: 12,
-        intermediate_size: 1536,
-        hidden_act: HiddenAct::Gelu,
-        hidden_dropout_prob: 0.1,
-        max_position_embeddings: 512,
-        type_vocab_size: 2,
-        initializer_range: 0.02,
-        layer_norm_eps: 1e-12,
-        pad_token_id: 0,
-        position_embedding_type: PositionEmbeddingType::Absolute,
-        use_cache: true,
-        classifier_dropout: None,
-        model_type: Some("bert".to_owned()),
-    }
-}
+const CONFIG: Config = Config {
+    vocab_size: 30522,
+    hidden_size: EMBEDDING_DIMENSIONS,
+    layers: 6,
+    heads: 12,
+    intermediate_size: 1536,
+    max_positions: 512,
+    token_types: 2,
+    layer_norm_eps: 1e-12,
+};
 
 /// all-MiniLM-L6-v2, loaded once and shared: cheap to clone, safe to use from many threads.
 ///
@@ -107,7 +100,7 @@ pub struct Embedder {
 }
 
 struct Inner {
-    model: BertModel,
+    model: Bert,
     tokenizer: Tokenizer,
 }
 
@@ -159,7 +152,7 @@ impl Embedder {
         let bytes = std::fs::read(weights).map_err(|e| load_error(weights)(e.into()))?;
         let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
             .map_err(|e| load_error(weights)(e.into()))?;
-        let model = BertModel::load(vb, &config()).map_err(|e| load_error(weights)(e.into()))?;
+        let model = Bert::load(vb, &CONFIG).map_err(|e| load_error(weights)(e.into()))?;
         Ok(Embedder {
             inner: Arc::new(Inner {
                 model,
@@ -216,7 +209,7 @@ impl Embedder {
                 .collect()
         };
         let candle = |e: candle_core::Error| MemoryError::Embed(e.into());
-        let device = &self.inner.model.device;
+        let device = &Device::Cpu;
         let ids =
             Tensor::from_vec(flat(|e| e.get_ids()), (rows, columns), device).map_err(candle)?;
         let types = Tensor::from_vec(flat(|e| e.get_type_ids()), (rows, columns), device)
@@ -226,7 +219,7 @@ impl Embedder {
         let hidden = self
             .inner
             .model
-            .forward(&ids, &types, Some(&mask))
+            .forward(&ids, &types, &mask)
             .map_err(candle)?;
         // Mean pooling over the real tokens, then L2 normalisation.
         let pooled = (|| {

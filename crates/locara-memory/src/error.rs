@@ -101,7 +101,7 @@ impl MemoryError {
             }
             MemoryError::InvalidArgument { .. } => "fix the argument and call again",
             MemoryError::Model(_) | MemoryError::ModelLoad { .. } => {
-                "the host's embedding model is missing or broken: run `locara models fetch`"
+                "the host's embedding model is missing or broken: run `locara models fetch memory.search`"
             }
             MemoryError::Embed(_) => "try a shorter or plainer text",
             MemoryError::Database { .. } => {

@@ -19,8 +19,10 @@
 //! directory). The [`Embedder`] is public so that other parts of the host can compare texts
 //! by meaning too.
 
+mod bert;
 mod embed;
 mod error;
+mod lazy;
 mod store;
 mod tools;
 
@@ -30,6 +32,7 @@ pub use crate::{
         model_dependencies,
     },
     error::{BoxedSource, MemoryError},
+    lazy::LazyMemory,
     store::{HybridWeights, MemoryStore, Note, Query, SearchHit},
     tools::{
         DEFAULT_TOP_K, MAX_QUERY_CHARS, MAX_SOURCE_CHARS, MAX_TEXT_CHARS, MAX_TOP_K, MEMORY_DELETE,

@@ -7,7 +7,7 @@ use locara_exec::{CallContext, HandlerError, HostTool, ToolHandler};
 use locara_manifest::{LimitsSpec, SafetyTier, ToolManifest, ToolName, Version};
 use serde_json::{Value, json};
 
-use crate::{Embedder, HybridWeights, MemoryError, MemoryStore, Query, SearchHit};
+use crate::{Embedder, HybridWeights, LazyMemory, MemoryError, MemoryStore, Query, SearchHit};
 
 /// The id of the tool that saves a note.
 pub const MEMORY_SAVE: &str = "memory.save";
@@ -167,19 +167,39 @@ impl Memory {
     /// The four memory tools over this memory, to register with the host
     /// (`LocaraConfig::with_host_tool`).
     pub fn tools(&self) -> Vec<HostTool> {
-        Op::ALL
-            .iter()
-            .map(|op| {
-                let handler = Arc::new(MemoryHandler {
-                    memory: self.clone(),
-                    op: *op,
-                });
-                HostTool::new(op.manifest(), handler).unwrap_or_else(|e| {
-                    unreachable!("the memory tools' manifests are valid (a test checks): {e}")
-                })
-            })
-            .collect()
+        tools_over(&Source::Ready(self.clone()))
     }
+}
+
+/// Where a memory tool gets its memory: given, or loaded on the first call.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    Ready(Memory),
+    Lazy(LazyMemory),
+}
+
+impl Source {
+    fn memory(&self) -> Result<Memory, MemoryError> {
+        match self {
+            Source::Ready(memory) => Ok(memory.clone()),
+            Source::Lazy(lazy) => lazy.memory(),
+        }
+    }
+}
+
+pub(crate) fn tools_over(source: &Source) -> Vec<HostTool> {
+    Op::ALL
+        .iter()
+        .map(|op| {
+            let handler = Arc::new(MemoryHandler {
+                source: source.clone(),
+                op: *op,
+            });
+            HostTool::new(op.manifest(), handler).unwrap_or_else(|e| {
+                unreachable!("the memory tools' manifests are valid (a test checks): {e}")
+            })
+        })
+        .collect()
 }
 
 /// The four memory tools over `store` and `embedder`, searching with the default weights
@@ -387,7 +407,7 @@ impl Op {
 /// One memory tool: which operation, over which memory.
 #[derive(Debug)]
 struct MemoryHandler {
-    memory: Memory,
+    source: Source,
     op: Op,
 }
 
@@ -411,7 +431,7 @@ impl ToolHandler for MemoryHandler {
             .clone()
             .filter(|u| !u.trim().is_empty())
             .ok_or_else(|| failure(&MemoryError::NoUser))?;
-        let memory = self.memory.clone();
+        let memory_source = self.source.clone();
         let op = self.op;
         let text = string(&arguments, "text");
         let source = string(&arguments, "source");
@@ -426,6 +446,7 @@ impl ToolHandler for MemoryHandler {
             reason: "it is required".to_owned(),
         };
         let run = move || -> Result<Value, MemoryError> {
+            let memory = memory_source.memory()?;
             match op {
                 Op::Save => {
                     let text = text.ok_or_else(|| missing("text"))?;

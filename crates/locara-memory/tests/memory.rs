@@ -566,3 +566,48 @@ fn hybrid_search_finds_paraphrases_that_full_text_misses() {
     );
     assert!(hybrid_1 >= 0.8, "hybrid @1 only {hybrid_1}");
 }
+
+/// The encoder computes what sentence-transformers' all-MiniLM-L6-v2 computes: the first
+/// numbers of three vectors and two similarities, pinned from candle-transformers' BERT (the
+/// encoder this crate used before it carried its own), to 1e-4.
+#[test]
+fn embeddings_match_the_reference_encoder() {
+    let expected: [(&str, [f32; 6]); 3] = [
+        (
+            "The beaver builds a dam across the stream.",
+            [-0.059638, -0.012393, 0.037837, 0.045640, 0.019346, 0.006642],
+        ),
+        (
+            "A rodent constructs a barrier on the river.",
+            [0.017250, 0.054452, 0.002862, 0.016671, 0.012526, 0.013897],
+        ),
+        (
+            "Quarterly revenue grew by four percent.",
+            [
+                0.119614, 0.009014, -0.006429, -0.042733, -0.002588, 0.002307,
+            ],
+        ),
+    ];
+    let texts: Vec<&str> = expected.iter().map(|(text, _)| *text).collect();
+    // In one batch (padded to the longest) and one by one: the same vectors.
+    let batched = embedder().embed(&texts).unwrap();
+    for ((text, numbers), vector) in expected.iter().zip(&batched) {
+        let alone = embedder().embed_one(text).unwrap();
+        for (i, want) in numbers.iter().enumerate() {
+            assert!(
+                (vector[i] - want).abs() < 1e-4,
+                "{text:?}[{i}]: {} vs {want}",
+                vector[i]
+            );
+            assert!(
+                (alone[i] - want).abs() < 1e-4,
+                "{text:?}[{i}] alone: {}",
+                alone[i]
+            );
+        }
+    }
+    let similar = Embedder::similarity(&batched[0], &batched[1]);
+    let unrelated = Embedder::similarity(&batched[0], &batched[2]);
+    assert!((similar - 0.502_125).abs() < 1e-4, "{similar}");
+    assert!((unrelated - 0.033_856).abs() < 1e-4, "{unrelated}");
+}
