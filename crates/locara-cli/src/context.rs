@@ -214,6 +214,12 @@ impl Context {
         let mut config = LocaraConfig::new(&self.home)
             .with_engine(self.engine.kind())
             .with_approver(self.approver.clone());
+        // Without an app manifest the person at the terminal is the app, and is offered the
+        // memory tools (scoped by `--user`, loaded on first use); an app manifest's tool list
+        // is the whole catalog.
+        if self.app_file.is_none() {
+            config = config.with_memory();
+        }
         if let Some(user) = &self.user {
             config = config.with_user(user);
         }

@@ -17,10 +17,23 @@ use crate::{
     output,
 };
 
-/// The signed manifests of the registry tools `names` selects (all when empty).
+/// The signed manifests of the registry tools `names` selects (all when empty), then the host's
+/// own tools that depend on models (the memory tools, which share one model: `memory.search`
+/// stands for them all).
 fn manifests(ctx: &Context, names: &[String]) -> anyhow::Result<Vec<std::sync::Arc<ToolManifest>>> {
     ctx.require_registry()?;
     let filters = context::tool_refs(names)?;
+    let host: Vec<ToolManifest> = locara_memory::manifests()
+        .into_iter()
+        .filter(|m| !m.model_dependencies.is_empty())
+        .filter(|m| {
+            if filters.is_empty() {
+                m.id.as_str() == locara_memory::MEMORY_SEARCH
+            } else {
+                filters.iter().any(|f| f.id == m.id)
+            }
+        })
+        .collect();
     let scratch = tempfile::tempdir().context("cannot create a scratch cache")?;
     let listing = ctx.registry(scratch.path())?.list()?;
     let selected: Vec<_> = listing
@@ -33,13 +46,14 @@ fn manifests(ctx: &Context, names: &[String]) -> anyhow::Result<Vec<std::sync::A
                     .any(|f| f.id == t.id && f.version.as_ref().is_none_or(|v| *v == t.version))
         })
         .map(|t| t.manifest)
+        .chain(host.into_iter().map(std::sync::Arc::new))
         .collect();
     if let Some(missing) = filters
         .iter()
         .find(|f| !selected.iter().any(|m| m.id == f.id))
     {
         return Err(format_err!(
-            "no trusted tool `{missing}` in the registry; `locara list` shows the tools"
+            "no trusted tool `{missing}` with models in the registry or the host; `locara list` shows the tools"
         ));
     }
     Ok(selected)

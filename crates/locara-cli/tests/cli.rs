@@ -73,6 +73,14 @@ fn rejoin(output: &Value) -> String {
         .collect()
 }
 
+/// The tools the CLI offers in-process when there is no app manifest.
+const MEMORY: &[&str] = &[
+    "memory.delete",
+    "memory.save",
+    "memory.search",
+    "memory.update",
+];
+
 #[test]
 fn list_shows_every_builtin_tool() {
     let cli = Cli::new();
@@ -105,10 +113,10 @@ fn list_shows_every_builtin_tool() {
         description.ends_with(" e.g.…") && description.chars().count() <= 100,
         "{chunk}"
     );
-    // Every built-in tool and the probe, one line each.
+    // Every built-in tool, the probe and the memory tools, one line each.
     assert_eq!(
         run.stdout.lines().count(),
-        BUILTIN.len() + 1,
+        BUILTIN.len() + 1 + MEMORY.len(),
         "{}",
         run.stdout
     );
@@ -122,7 +130,7 @@ fn list_shows_every_builtin_tool() {
         .map(|t| t["id"].as_str().unwrap())
         .collect();
     // Sorted by id, like the text listing.
-    let mut expected = [BUILTIN, &["test.probe"]].concat();
+    let mut expected = [BUILTIN, &["test.probe"], MEMORY].concat();
     expected.sort();
     assert_eq!(ids, expected);
 }

@@ -7,6 +7,7 @@ use locara_exec::{
     Resolver, ServicesConfig, ToolCall, ToolResult, depth,
 };
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
+use locara_memory::LazyMemory;
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, VerifiedArtifact};
 use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
 use tower::ServiceExt;
@@ -62,6 +63,11 @@ pub struct LocaraConfig {
     /// The user calls are made for when a request names none: what per-user tools (memory)
     /// are scoped by. By default nobody, and such tools refuse calls.
     pub user: Option<String>,
+    /// Whether the host offers the memory tools (`memory.save`, `memory.search`,
+    /// `memory.update`, `memory.delete`) over `<home>/memory/notes.sqlite3`, and blends
+    /// meaning into [`Locara::search_tools`] once their embedding model is installed. Off by
+    /// default; see [`LocaraConfig::with_memory`].
+    pub memory: bool,
 }
 
 impl LocaraConfig {
@@ -82,7 +88,17 @@ impl LocaraConfig {
             services: ServicesConfig::new()
                 .with_http(Arc::new(locara_http::HyperClient::default())),
             user: None,
+            memory: false,
         }
+    }
+
+    /// Offers the memory tools: a user's notes, saved and searched by meaning and wording,
+    /// scoped by the call's user (never by the arguments). The database and the embedding
+    /// model (`locara models fetch memory.search`) are opened on first use, and search
+    /// ([`Locara::search_tools`]) ranks by meaning too once the model is installed.
+    pub fn with_memory(mut self) -> LocaraConfig {
+        self.memory = true;
+        self
     }
 
     /// Sets the user calls are made for when a request names none.
@@ -286,6 +302,13 @@ pub struct Locara {
     pub(crate) services: ServicesConfig,
     /// The user of calls whose request names none.
     user: Option<String>,
+    /// The memory tools' store and embedder, when the host offers them.
+    memory: Option<LazyMemory>,
+    /// `<home>/cache`: where the catalog's embeddings are kept between processes.
+    cache_dir: PathBuf,
+    /// The catalog's embeddings, two per tool in catalog order ([`Document::meanings`]), made
+    /// on the first search by meaning.
+    tool_vectors: std::sync::OnceLock<Vec<Vec<f32>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -432,8 +455,12 @@ impl Locara {
                 backend: "wasm",
             });
         }
+        let memory = config
+            .memory
+            .then(|| LazyMemory::in_home(&config.home, config.models_dir()));
+        let memory_tools = memory.as_ref().map(LazyMemory::tools).unwrap_or_default();
         let mut host: HashMap<ToolName, Vec<HostTool>> = HashMap::new();
-        for tool in &config.host_tools {
+        for tool in config.host_tools.iter().chain(&memory_tools) {
             let id = &tool.manifest().id;
             // A host tool replaces the registry's tool of the same id in the catalog.
             catalog.retain(|e| e.backend != "wasm" || &e.manifest.id != id);
@@ -489,6 +516,9 @@ impl Locara {
             receipt_key: config.receipt_key.clone(),
             services: config.services.clone(),
             user: config.user.clone(),
+            memory,
+            cache_dir: config.home.join("cache"),
+            tool_vectors: std::sync::OnceLock::new(),
         })
     }
 
@@ -506,6 +536,11 @@ impl Locara {
     }
 
     /// Tools whose id, name or description match `query`, best first, at most `limit`.
+    ///
+    /// With the memory tools on and their embedding model installed, the lexical score is
+    /// blended with how close each tool's name and description are to the query in meaning
+    /// (see [`search::blend`]), so "turn my recording into words" finds `audio.transcribe`;
+    /// otherwise, or when the model fails to load, the ranking is lexical.
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<ToolSummary> {
         let documents: Vec<Document> = self
             .catalog
@@ -516,7 +551,12 @@ impl Locara {
                 description: e.manifest.description.clone(),
             })
             .collect();
-        search::rank(&documents, query)
+        let lexical = search::rank(&documents, query);
+        let ranked = match self.similarities(&documents, query) {
+            Some(similarities) => search::blend(&documents, &lexical, &similarities),
+            None => lexical,
+        };
+        ranked
             .into_iter()
             .take(limit)
             .map(|(i, score)| {
@@ -526,6 +566,37 @@ impl Locara {
                 )
             })
             .collect()
+    }
+
+    /// The cosine similarity of `query` to each document, when the host has an embedder.
+    fn similarities(&self, documents: &[Document], query: &str) -> Option<Vec<f32>> {
+        let memory = self.memory.as_ref().filter(|m| m.model_installed())?;
+        let embedder = match memory.embedder() {
+            Ok(embedder) => embedder,
+            Err(e) => {
+                tracing::warn!("searching by wording only: {e}");
+                return None;
+            }
+        };
+        let vectors = match self.tool_vectors.get() {
+            Some(vectors) => vectors,
+            None => {
+                let texts: Vec<String> = documents.iter().flat_map(Document::meanings).collect();
+                let vectors = search::cached_embeddings(&self.cache_dir, &embedder, &texts)?;
+                self.tool_vectors.get_or_init(|| vectors)
+            }
+        };
+        let query = embedder.embed_one(query).ok()?;
+        Some(
+            vectors
+                .chunks(2)
+                .map(|pair| {
+                    pair.iter()
+                        .map(|v| locara_memory::Embedder::similarity(v, &query))
+                        .fold(f32::MIN, f32::max)
+                })
+                .collect(),
+        )
     }
 
     /// The callable tools `reference` may name, oldest version first: every version of a bare
