@@ -36,6 +36,8 @@ mod files;
 mod formats;
 mod kv;
 mod locara;
+#[cfg(feature = "memory")]
+mod meaning;
 mod receipt;
 mod search;
 mod types;

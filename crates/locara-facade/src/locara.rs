@@ -7,6 +7,7 @@ use locara_exec::{
     Resolver, ServicesConfig, ToolCall, ToolResult, depth,
 };
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
+#[cfg(feature = "memory")]
 use locara_memory::LazyMemory;
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, VerifiedArtifact};
 use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
@@ -67,6 +68,7 @@ pub struct LocaraConfig {
     /// `memory.update`, `memory.delete`) over `<home>/memory/notes.sqlite3`, and blends
     /// meaning into [`Locara::search_tools`] once their embedding model is installed. Off by
     /// default; see [`LocaraConfig::with_memory`].
+    #[cfg(feature = "memory")]
     pub memory: bool,
 }
 
@@ -88,6 +90,7 @@ impl LocaraConfig {
             services: ServicesConfig::new()
                 .with_http(Arc::new(locara_http::HyperClient::default())),
             user: None,
+            #[cfg(feature = "memory")]
             memory: false,
         }
     }
@@ -96,6 +99,7 @@ impl LocaraConfig {
     /// scoped by the call's user (never by the arguments). The database and the embedding
     /// model (`locara models fetch memory.search`) are opened on first use, and search
     /// ([`Locara::search_tools`]) ranks by meaning too once the model is installed.
+    #[cfg(feature = "memory")]
     pub fn with_memory(mut self) -> LocaraConfig {
         self.memory = true;
         self
@@ -303,11 +307,14 @@ pub struct Locara {
     /// The user of calls whose request names none.
     user: Option<String>,
     /// The memory tools' store and embedder, when the host offers them.
+    #[cfg(feature = "memory")]
     memory: Option<LazyMemory>,
     /// `<home>/cache`: where the catalog's embeddings are kept between processes.
+    #[cfg(feature = "memory")]
     cache_dir: PathBuf,
     /// The catalog's embeddings, two per tool in catalog order ([`Document::meanings`]), made
     /// on the first search by meaning.
+    #[cfg(feature = "memory")]
     tool_vectors: std::sync::OnceLock<Vec<Vec<f32>>>,
 }
 
@@ -455,10 +462,14 @@ impl Locara {
                 backend: "wasm",
             });
         }
+        #[cfg(feature = "memory")]
         let memory = config
             .memory
             .then(|| LazyMemory::in_home(&config.home, config.models_dir()));
+        #[cfg(feature = "memory")]
         let memory_tools = memory.as_ref().map(LazyMemory::tools).unwrap_or_default();
+        #[cfg(not(feature = "memory"))]
+        let memory_tools: Vec<HostTool> = Vec::new();
         let mut host: HashMap<ToolName, Vec<HostTool>> = HashMap::new();
         for tool in config.host_tools.iter().chain(&memory_tools) {
             let id = &tool.manifest().id;
@@ -516,8 +527,11 @@ impl Locara {
             receipt_key: config.receipt_key.clone(),
             services: config.services.clone(),
             user: config.user.clone(),
+            #[cfg(feature = "memory")]
             memory,
+            #[cfg(feature = "memory")]
             cache_dir: config.home.join("cache"),
+            #[cfg(feature = "memory")]
             tool_vectors: std::sync::OnceLock::new(),
         })
     }
@@ -539,7 +553,7 @@ impl Locara {
     ///
     /// With the memory tools on and their embedding model installed, the lexical score is
     /// blended with how close each tool's name and description are to the query in meaning
-    /// (see [`search::blend`]), so "turn my recording into words" finds `audio.transcribe`;
+    /// (`meaning::blend`), so "turn my recording into words" finds `audio.transcribe`;
     /// otherwise, or when the model fails to load, the ranking is lexical.
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<ToolSummary> {
         let documents: Vec<Document> = self
@@ -551,10 +565,11 @@ impl Locara {
                 description: e.manifest.description.clone(),
             })
             .collect();
-        let lexical = search::rank(&documents, query);
+        let ranked = search::rank(&documents, query);
+        #[cfg(feature = "memory")]
         let ranked = match self.similarities(&documents, query) {
-            Some(similarities) => search::blend(&documents, &lexical, &similarities),
-            None => lexical,
+            Some(similarities) => crate::meaning::blend(&documents, &ranked, &similarities),
+            None => ranked,
         };
         ranked
             .into_iter()
@@ -569,6 +584,7 @@ impl Locara {
     }
 
     /// The cosine similarity of `query` to each document, when the host has an embedder.
+    #[cfg(feature = "memory")]
     fn similarities(&self, documents: &[Document], query: &str) -> Option<Vec<f32>> {
         let memory = self.memory.as_ref().filter(|m| m.model_installed())?;
         let embedder = match memory.embedder() {
@@ -582,7 +598,8 @@ impl Locara {
             Some(vectors) => vectors,
             None => {
                 let texts: Vec<String> = documents.iter().flat_map(Document::meanings).collect();
-                let vectors = search::cached_embeddings(&self.cache_dir, &embedder, &texts)?;
+                let vectors =
+                    crate::meaning::cached_embeddings(&self.cache_dir, &embedder, &texts)?;
                 self.tool_vectors.get_or_init(|| vectors)
             }
         };
