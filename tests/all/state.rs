@@ -266,3 +266,71 @@ async fn seeded_python_and_lua_programs_repeat_on_both_engines() {
         assert_ne!(unseeded[0], seeded[0], "{tool}");
     }
 }
+
+/// code-exec.lua's `locara.progress`: a program's task reaches the facade caller on both
+/// engines, and a program misusing it gets a Lua error, not a failed host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lua_program_reports_progress() {
+    let home = TestHome::new();
+    for engine in [BackendKind::Wasmtime, BackendKind::Wasmi] {
+        let app = AppManifest::from_json(
+            &json!({
+                "schema_version": 1,
+                "name": "lua-progress",
+                "tools": ["code-exec.lua@0.1.0"],
+                "grants": {"services": ["progress"]},
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let locara = Locara::new(
+            &LocaraConfig::new(home.path())
+                .with_app(app, home.path())
+                .with_engine(engine),
+        )
+        .unwrap();
+        let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        let code = "local t = locara.progress('Summing', 2)\n\
+                    t:step('first half')\nt:step('second half')\nt:done('sum is 10')\n\
+                    local ok, err = pcall(t.step, t, 'too late')\nreturn ok, err";
+        let response = locara
+            .run_with_progress(
+                RunRequest::new("code-exec.lua", json!({"code": code})),
+                Arc::new(move |p: &Progress| sink.lock().unwrap().push(p.clone())),
+            )
+            .await
+            .unwrap();
+        assert!(response.ok, "{:?}", response.error);
+        let output = response.output.unwrap();
+        let result = output["result"].as_str().unwrap();
+        assert!(
+            result.starts_with("false\t") && result.contains("done"),
+            "{output}"
+        );
+        let seen = seen.lock().unwrap().clone();
+        let events: Vec<_> = seen.iter().map(|p| p.event.clone()).collect();
+        assert_eq!(
+            events,
+            [
+                ProgressEvent::Started { total: Some(2) },
+                ProgressEvent::Step {
+                    done: 1,
+                    total: Some(2),
+                    message: Some("first half".to_owned())
+                },
+                ProgressEvent::Step {
+                    done: 2,
+                    total: Some(2),
+                    message: Some("second half".to_owned())
+                },
+                ProgressEvent::Done {
+                    done: 2,
+                    summary: Some("sum is 10".to_owned())
+                },
+            ],
+            "{engine:?}"
+        );
+        assert!(seen.iter().all(|p| p.title == "Summing"));
+    }
+}

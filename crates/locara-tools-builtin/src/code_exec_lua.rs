@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
 
+use locara_pdk::progress;
 use luars::{Lua, LuaApi, LuaState, LuaValue, SafeOption, Stdlib};
 use serde::Deserialize;
 use serde_json::Value;
@@ -206,6 +207,8 @@ struct Session {
     stderr_dropped: u64,
     dirs: Dirs,
     outcome: Option<Outcome>,
+    /// The program's progress tasks (`locara.progress`), by handle; `None` once done.
+    tasks: Vec<Option<progress::Task>>,
 }
 
 impl Session {
@@ -216,6 +219,7 @@ impl Session {
             stderr_dropped: 0,
             dirs,
             outcome: None,
+            tasks: Vec::new(),
         }
     }
 
@@ -603,6 +607,13 @@ fn run_lua(args: &Args, dirs: &Dirs, session: &Rc<RefCell<Session>>) -> Result<O
         })
         .map_err(|e| internal(&e.to_string()))?;
 
+    let s = Rc::clone(session);
+    state
+        .register_function("__code_exec_progress", move |l| {
+            progress_call(l, &mut s.borrow_mut().tasks)
+        })
+        .map_err(|e| internal(&e.to_string()))?;
+
     let stdin_path = dirs.stdin().to_string_lossy().into_owned();
     let tmp_root = dirs.root.to_string_lossy().into_owned();
     let ran = lua.load(DRIVER).set_name(DRIVER_NAME).call::<_, ()>((
@@ -619,6 +630,55 @@ fn run_lua(args: &Args, dirs: &Dirs, session: &Rc<RefCell<Session>>) -> Result<O
             "the Lua driver ended without a result (a bug in code-exec.lua)",
         )),
     }
+}
+
+/// `__code_exec_progress(op, …)`, behind the driver's `locara.progress`: `("start", title,
+/// total?)` returns a handle; `("step", handle, message?)` and `("done", handle, summary?)`
+/// report on it. The host shows the reports when the app granted progress, and drops them
+/// otherwise; a program never fails for want of it.
+fn progress_call(
+    l: &mut LuaState,
+    tasks: &mut Vec<Option<progress::Task>>,
+) -> luars::LuaResult<usize> {
+    let text = |l: &LuaState, i: usize| {
+        l.get_arg(i).and_then(|v| {
+            v.as_bytes()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        })
+    };
+    let op = text(l, 1).unwrap_or_default();
+    if op == "start" {
+        let title = text(l, 2).unwrap_or_default();
+        let total = l
+            .get_arg(3)
+            .and_then(|v| v.as_integer())
+            .and_then(|n| u64::try_from(n).ok());
+        tasks.push(Some(progress::Task::start(&title, total)));
+        l.push_value(LuaValue::integer(tasks.len() as i64))?;
+        return Ok(1);
+    }
+    let index = l
+        .get_arg(2)
+        .and_then(|v| v.as_integer())
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| n.checked_sub(1));
+    let message = text(l, 3);
+    let Some(slot) = index.and_then(|i| tasks.get_mut(i)) else {
+        return Err(l.error("bad progress task (use the one locara.progress returned)".to_owned()));
+    };
+    match (op.as_str(), slot.take()) {
+        ("step", Some(task)) => {
+            task.step(message.as_deref());
+            *slot = Some(task);
+        }
+        ("done", Some(task)) => task.done(message.as_deref()),
+        (_, None) => return Err(l.error("this progress task is done".to_owned())),
+        (other, Some(task)) => {
+            *slot = Some(task);
+            return Err(l.error(format!("unknown progress operation {other:?}")));
+        }
+    }
+    Ok(0)
 }
 
 /// Calls `write` with the bytes of every argument, which must all be strings.
@@ -678,7 +738,20 @@ fn trim_traceback(message: &str) -> String {
 const DRIVER: &str = r#"
 local code, stdin_path, tmp_root = ...
 local raw_out, raw_err, report, exit = __code_exec_out, __code_exec_err, __code_exec_report, __code_exec_exit
-__code_exec_out, __code_exec_err, __code_exec_report, __code_exec_exit = nil, nil, nil, nil
+local progress_call = __code_exec_progress
+
+-- `locara.progress(title, total)`: a task the host shows while the program runs, with
+-- `:step(message)` and `:done(summary)`.
+local task_methods = {}
+task_methods.__index = task_methods
+function task_methods:step(message) progress_call("step", self.handle, message) end
+function task_methods:done(summary) progress_call("done", self.handle, summary) end
+locara = {
+  progress = function(title, total)
+    return setmetatable({handle = progress_call("start", tostring(title), total)}, task_methods)
+  end,
+}
+__code_exec_out, __code_exec_err, __code_exec_report, __code_exec_exit, __code_exec_progress = nil, nil, nil, nil, nil
 
 local type, select, tostring, error, load, xpcall, pcall, setmetatable =
       type, select, tostring, error, load, xpcall, pcall, setmetatable
