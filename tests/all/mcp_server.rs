@@ -454,3 +454,56 @@ fn ocr_reports_progress_to_a_client_that_asks_over_stdio_and_http() {
     let report = fixture.run_script("progress_client.py", &["http", &url], &calls);
     check_progress(&report, "http");
 }
+
+/// The memory tools over MCP: the session's user is the server's `--user` (one stdio server
+/// per person), never an argument the model could choose. Alice's note is found in her next
+/// session and never in Bob's; a server without a user refuses the call with a tool error.
+#[test]
+fn memory_belongs_to_the_user_the_server_runs_for() {
+    let fixture = Fixture::new();
+    let models = locara_registry::ModelStore::new(fixture.home.path().join("models"));
+    let blobs = locara_upstream::fetch::BlobCache::user_default();
+    let search = locara_memory::manifests().remove(1);
+    locara_upstream::models::install_missing(&search, &models, &blobs, |_| {}).unwrap();
+    let session = |user: Option<&str>, calls: Value| -> Vec<Value> {
+        let mut command = vec![locara().to_str().unwrap(), "--home", fixture.home()];
+        if let Some(user) = user {
+            command.extend(["--user", user]);
+        }
+        command.push("serve");
+        let mut transport = vec!["stdio"];
+        transport.extend(command);
+        let report = fixture.client(&transport, &calls);
+        report["results"].as_array().unwrap().clone()
+    };
+    // The second call names another user in its arguments: not a parameter, so refused.
+    let saved = session(
+        Some("alice"),
+        json!([
+            {"name": "memory.save", "arguments": {
+                "text": "The quarterly report is due on the first Monday of March",
+                "source": "meeting notes",
+            }},
+            {"name": "memory.save", "arguments": {"text": "x", "user": "bob"}},
+        ]),
+    );
+    assert_ne!(saved[0]["isError"], json!(true), "{saved:#?}");
+    let note_id = first_text(&saved[0])["note_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(saved[1]["isError"], json!(true), "{saved:#?}");
+
+    let query =
+        json!([{"name": "memory.search", "arguments": {"query": "when is the report deadline"}}]);
+    let alice = session(Some("alice"), query.clone());
+    let hits = first_text(&alice[0])["results"].clone();
+    assert_eq!(hits[0]["note_id"], json!(note_id), "{alice:#?}");
+    assert_eq!(hits[0]["source"], json!("meeting notes"));
+    let bob = session(Some("bob"), query.clone());
+    assert_eq!(first_text(&bob[0])["results"], json!([]), "{bob:#?}");
+    let nobody = session(None, query);
+    assert_eq!(nobody[0]["isError"], json!(true), "{nobody:#?}");
+    let message = nobody[0]["content"][0]["text"].as_str().unwrap();
+    assert!(message.contains("need a user"), "{message}");
+}
