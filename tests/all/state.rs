@@ -334,3 +334,24 @@ async fn a_lua_program_reports_progress() {
         assert!(seen.iter().all(|p| p.title == "Summing"));
     }
 }
+
+/// A store that cannot be opened fails the call that needed it, and the next call tries
+/// again: the host outlives a home that was unwritable for a moment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kv_opens_again_after_a_failed_open() {
+    let home = home();
+    let blocker = home.path().join("state");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let notes = app(&home, "notes", &["kv"], BackendKind::Wasmtime);
+    let response = notes
+        .run(RunRequest::new(
+            "test.state",
+            json!({"op": "count", "key": "visits"}),
+        ))
+        .await
+        .unwrap();
+    assert!(!response.ok, "{:?}", response.output);
+    std::fs::remove_file(&blocker).unwrap();
+    let counted = state(&notes, json!({"op": "count", "key": "visits"})).await;
+    assert_eq!(counted["count"], json!(1), "{counted}");
+}

@@ -1,5 +1,6 @@
 //! The app's `kv` store, opened on first use: most calls never touch it, and opening SQLite
-//! would add to every `Locara::new`.
+//! would add to every `Locara::new`. A failed open is not remembered: the next call tries
+//! again, so a host outlives a home that was briefly unwritable.
 
 use std::{path::PathBuf, sync::OnceLock};
 
@@ -11,7 +12,7 @@ use serde_json::Value;
 pub(crate) struct LazyKv {
     path: PathBuf,
     app: String,
-    store: OnceLock<Result<KvStore, String>>,
+    store: OnceLock<KvStore>,
 }
 
 impl LazyKv {
@@ -24,12 +25,13 @@ impl LazyKv {
     }
 
     fn store(&self) -> Result<&KvStore, String> {
-        self.store
-            .get_or_init(|| {
-                KvStore::open(&self.path, &self.app, KvLimits::default()).map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        if let Some(store) = self.store.get() {
+            return Ok(store);
+        }
+        // Two first calls may both open it; one store is kept, and SQLite lets the other go.
+        let store =
+            KvStore::open(&self.path, &self.app, KvLimits::default()).map_err(|e| e.to_string())?;
+        Ok(self.store.get_or_init(|| store))
     }
 }
 

@@ -57,6 +57,8 @@ pub use locara_exec::{
     ProgressEvent, ProgressSink, ServicesConfig, ToolHandler, WEB_FETCH,
 };
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
+#[cfg(feature = "memory")]
+pub use locara_memory::HybridWeights;
 pub use locara_registry::{SignedReceipt, SigningKey};
 pub use locara_sandbox::BackendKind;
 

@@ -8,7 +8,7 @@ use locara_exec::{
 };
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
 #[cfg(feature = "memory")]
-use locara_memory::LazyMemory;
+use locara_memory::{HybridWeights, LazyMemory};
 use locara_registry::{Registry, RegistryConfig, SigningKey, TrustStore, VerifiedArtifact};
 use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
 use tower::ServiceExt;
@@ -67,9 +67,10 @@ pub struct LocaraConfig {
     /// Whether the host offers the memory tools (`memory.save`, `memory.search`,
     /// `memory.update`, `memory.delete`) over `<home>/memory/notes.sqlite3`, and blends
     /// meaning into [`Locara::search_tools`] once their embedding model is installed. Off by
-    /// default; see [`LocaraConfig::with_memory`].
+    /// default; see [`LocaraConfig::with_memory`]. When on, the weights memory search blends
+    /// meaning and wording with.
     #[cfg(feature = "memory")]
-    pub memory: bool,
+    pub memory: Option<HybridWeights>,
 }
 
 impl LocaraConfig {
@@ -91,7 +92,7 @@ impl LocaraConfig {
                 .with_http(Arc::new(locara_http::HyperClient::default())),
             user: None,
             #[cfg(feature = "memory")]
-            memory: false,
+            memory: None,
         }
     }
 
@@ -101,7 +102,16 @@ impl LocaraConfig {
     /// ([`Locara::search_tools`]) ranks by meaning too once the model is installed.
     #[cfg(feature = "memory")]
     pub fn with_memory(mut self) -> LocaraConfig {
-        self.memory = true;
+        self.memory = Some(HybridWeights::default());
+        self
+    }
+
+    /// Offers the memory tools ([`LocaraConfig::with_memory`]), whose search weighs meaning
+    /// and wording by `weights` (by default 0.7 and 0.3; [`HybridWeights::TEXT_ONLY`] is full
+    /// text alone). [`Locara::new`] refuses weights that are negative, not finite, or both 0.
+    #[cfg(feature = "memory")]
+    pub fn with_memory_weights(mut self, weights: HybridWeights) -> LocaraConfig {
+        self.memory = Some(weights);
         self
     }
 
@@ -463,9 +473,20 @@ impl Locara {
             });
         }
         #[cfg(feature = "memory")]
-        let memory = config
-            .memory
-            .then(|| LazyMemory::in_home(&config.home, config.models_dir()));
+        let memory = match config.memory {
+            Some(weights) => Some(
+                LazyMemory::in_home(&config.home, config.models_dir())
+                    .with_weights(weights)
+                    .map_err(|e| {
+                        Error::new(
+                            "invalid_config",
+                            e.to_string(),
+                            "give memory weights that are finite, not negative, and not both 0",
+                        )
+                    })?,
+            ),
+            None => None,
+        };
         #[cfg(feature = "memory")]
         let memory_tools = memory.as_ref().map(LazyMemory::tools).unwrap_or_default();
         #[cfg(not(feature = "memory"))]
