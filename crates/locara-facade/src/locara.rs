@@ -574,7 +574,7 @@ impl Locara {
     ///
     /// With the memory tools on and their embedding model installed, the lexical score is
     /// blended with how close each tool's name and description are to the query in meaning
-    /// (`meaning::blend`), so "turn my recording into words" finds `audio.transcribe`;
+    /// (`meaning::blend`), so "make this photo smaller" finds `image.resize` first, not `ocr`;
     /// otherwise, or when the model fails to load, the ranking is lexical.
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<ToolSummary> {
         let documents: Vec<Document> = self
