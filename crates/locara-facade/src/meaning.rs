@@ -35,9 +35,9 @@ const MEANING_WEIGHT: f64 = 0.85;
 /// (low: a paraphrase of a tool's purpose can score 0.2).
 const MIN_SIMILARITY: f32 = 0.1;
 
-/// Blends `lexical` ([`crate::search::rank`]'s hits) with `similarities` (each document's cosine similarity
-/// to the query): wording normalised by the best lexical score, plus meaning, weighted
-/// [`MEANING_WEIGHT`]. A document is a hit when it shares a word with the query or is at
+/// Blends `lexical` ([`crate::search::rank`]'s hits) with `similarities` (each document's
+/// cosine similarity to the query): wording normalised by the best lexical score, plus
+/// meaning, weighted [`MEANING_WEIGHT`]. A document is a hit when it shares a word with the query or is at
 /// least [`MIN_SIMILARITY`] close in meaning. Best first, ties broken by id.
 pub(crate) fn blend(
     documents: &[Document],
