@@ -40,15 +40,7 @@ impl LazyMemory {
 
     /// Memory in the database file `database`, with the model taken from `models`.
     pub fn new(database: impl Into<PathBuf>, models: impl Into<PathBuf>) -> LazyMemory {
-        LazyMemory {
-            inner: Arc::new(Inner {
-                database: database.into(),
-                models: ModelStore::new(models),
-                weights: HybridWeights::default(),
-                embedder: Mutex::default(),
-                memory: Mutex::default(),
-            }),
-        }
+        LazyMemory::with(database.into(), models.into(), HybridWeights::default())
     }
 
     /// Searches with `weights` instead of the default.
@@ -58,15 +50,23 @@ impl LazyMemory {
     pub fn with_weights(self, weights: HybridWeights) -> Result<LazyMemory, MemoryError> {
         weights.check()?;
         let inner = &self.inner;
-        Ok(LazyMemory {
+        Ok(LazyMemory::with(
+            inner.database.clone(),
+            inner.models.root().to_owned(),
+            weights,
+        ))
+    }
+
+    fn with(database: PathBuf, models: PathBuf, weights: HybridWeights) -> LazyMemory {
+        LazyMemory {
             inner: Arc::new(Inner {
-                database: inner.database.clone(),
-                models: ModelStore::new(inner.models.root()),
+                database,
+                models: ModelStore::new(models),
                 weights,
                 embedder: Mutex::default(),
                 memory: Mutex::default(),
             }),
-        })
+        }
     }
 
     /// Whether the model's files are in the store (by name: loading checks their bytes).
@@ -84,17 +84,7 @@ impl LazyMemory {
     /// # Errors
     /// As [`Embedder::load`]; a later call tries again.
     pub fn embedder(&self) -> Result<Embedder, MemoryError> {
-        let mut slot = self
-            .inner
-            .embedder
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(embedder) = &*slot {
-            return Ok(embedder.clone());
-        }
-        let embedder = Embedder::load(&self.inner.models)?;
-        *slot = Some(embedder.clone());
-        Ok(embedder)
+        load_once(&self.inner.embedder, || Embedder::load(&self.inner.models))
     }
 
     /// The memory, its database opened and its model loaded on the first call that succeeds.
@@ -102,22 +92,29 @@ impl LazyMemory {
     /// # Errors
     /// As [`MemoryStore::open`] and [`Embedder::load`]; a later call tries again.
     pub fn memory(&self) -> Result<Memory, MemoryError> {
-        let mut slot = self
-            .inner
-            .memory
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(memory) = &*slot {
-            return Ok(memory.clone());
-        }
-        let store = MemoryStore::open(&self.inner.database)?;
-        let memory = Memory::new(store, self.embedder()?).with_weights(self.inner.weights)?;
-        *slot = Some(memory.clone());
-        Ok(memory)
+        load_once(&self.inner.memory, || {
+            let store = MemoryStore::open(&self.inner.database)?;
+            Memory::new(store, self.embedder()?).with_weights(self.inner.weights)
+        })
     }
 
     /// The four memory tools, to register with the host; the first call loads the memory.
     pub fn tools(&self) -> Vec<HostTool> {
         tools::tools_over(&tools::Source::Lazy(self.clone()))
     }
+}
+
+/// What `slot` holds, or what `load` makes, kept in `slot` when it succeeds. The lock is held
+/// while loading, so concurrent first calls load once; a failure leaves the slot empty.
+fn load_once<T: Clone>(
+    slot: &Mutex<Option<T>>,
+    load: impl FnOnce() -> Result<T, MemoryError>,
+) -> Result<T, MemoryError> {
+    let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(value) = &*slot {
+        return Ok(value.clone());
+    }
+    let value = load()?;
+    *slot = Some(value.clone());
+    Ok(value)
 }
