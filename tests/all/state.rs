@@ -9,6 +9,7 @@ use std::{
 
 use locara_facade::{
     AppManifest, BackendKind, Locara, LocaraConfig, Progress, ProgressEvent, RunRequest,
+    RunResponse,
 };
 use locara_test_artifacts::{PDK_STATE, PDK_STATE_MANIFEST, TestHome};
 use serde_json::{Value, json};
@@ -49,6 +50,21 @@ async fn state(locara: &Locara, arguments: Value) -> Value {
         .unwrap_or_else(|e| panic!("{arguments}: {e}"));
     assert!(response.ok, "{arguments}: {:?}", response.error);
     response.output.unwrap()
+}
+
+/// Runs `request` with a progress callback; the response and every report heard, in order.
+async fn watched(locara: &Locara, request: RunRequest) -> (RunResponse, Vec<Progress>) {
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let response = locara
+        .run_with_progress(
+            request,
+            Arc::new(move |p: &Progress| sink.lock().unwrap().push(p.clone())),
+        )
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    (response, seen)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,17 +149,12 @@ async fn progress_reaches_the_facade_caller_in_order_when_granted() {
     let home = home();
     for engine in [BackendKind::Wasmtime, BackendKind::Wasmi] {
         let granted = app(&home, "watched", &["kv", "progress"], engine);
-        let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
-        let sink = Arc::clone(&seen);
-        let response = granted
-            .run_with_progress(
-                RunRequest::new("test.state", json!({"op": "progress", "n": 3})),
-                Arc::new(move |p: &Progress| sink.lock().unwrap().push(p.clone())),
-            )
-            .await
-            .unwrap();
+        let (response, seen) = watched(
+            &granted,
+            RunRequest::new("test.state", json!({"op": "progress", "n": 3})),
+        )
+        .await;
         assert!(response.ok, "{:?}", response.error);
-        let seen = seen.lock().unwrap().clone();
         let events: Vec<_> = seen.iter().map(|p| p.event.clone()).collect();
         assert_eq!(
             events,
@@ -178,17 +189,13 @@ async fn progress_reaches_the_facade_caller_in_order_when_granted() {
 
         // Without the grant the tool still runs, and reports nothing.
         let silent = app(&home, "unwatched", &["kv"], engine);
-        let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
-        let sink = Arc::clone(&seen);
-        let response = silent
-            .run_with_progress(
-                RunRequest::new("test.state", json!({"op": "progress", "n": 3})),
-                Arc::new(move |p: &Progress| sink.lock().unwrap().push(p.clone())),
-            )
-            .await
-            .unwrap();
+        let (response, seen) = watched(
+            &silent,
+            RunRequest::new("test.state", json!({"op": "progress", "n": 3})),
+        )
+        .await;
         assert_eq!(response.output, Some(json!({"steps": 3})));
-        assert!(seen.lock().unwrap().is_empty());
+        assert!(seen.is_empty());
     }
 }
 
@@ -289,18 +296,14 @@ async fn a_lua_program_reports_progress() {
                 .with_engine(engine),
         )
         .unwrap();
-        let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
-        let sink = Arc::clone(&seen);
         let code = "local t = locara.progress('Summing', 2)\n\
                     t:step('first half')\nt:step('second half')\nt:done('sum is 10')\n\
                     local ok, err = pcall(t.step, t, 'too late')\nreturn ok, err";
-        let response = locara
-            .run_with_progress(
-                RunRequest::new("code-exec.lua", json!({"code": code})),
-                Arc::new(move |p: &Progress| sink.lock().unwrap().push(p.clone())),
-            )
-            .await
-            .unwrap();
+        let (response, seen) = watched(
+            &locara,
+            RunRequest::new("code-exec.lua", json!({"code": code})),
+        )
+        .await;
         assert!(response.ok, "{:?}", response.error);
         let output = response.output.unwrap();
         let result = output["result"].as_str().unwrap();
@@ -308,7 +311,6 @@ async fn a_lua_program_reports_progress() {
             result.starts_with("false\t") && result.contains("done"),
             "{output}"
         );
-        let seen = seen.lock().unwrap().clone();
         let events: Vec<_> = seen.iter().map(|p| p.event.clone()).collect();
         assert_eq!(
             events,
