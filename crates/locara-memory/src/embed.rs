@@ -1,5 +1,5 @@
-//! Sentence embeddings: all-MiniLM-L6-v2 run natively on candle ([`crate::bert`]), loaded from the
-//! model store after it verified the pinned files.
+//! Sentence embeddings: all-MiniLM-L6-v2 run natively on candle ([`crate::bert`]), loaded
+//! from the model store after it verified the pinned files.
 //!
 //! The pipeline is sentence-transformers' for this model: WordPiece tokens (at most 256, the
 //! model's `max_seq_length`; the tokenizer file's own fixed padding to 128 is replaced by
