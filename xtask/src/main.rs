@@ -1,9 +1,10 @@
 //! See <https://github.com/matklad/cargo-xtask/>.
 //!
-//! `cargo xtask build-tools [--home DIR]` compiles every built-in tool (and the test probe) to
-//! `wasm32-wasip1`, then hashes, signs and publishes the tools into the local registry of a
-//! Locara home (by default `<repo>/.locara`) with a development key, through
-//! `locara-registry`'s own functions.
+//! `cargo xtask build-tools [--home DIR] [ID...]` compiles the built-in tools (all of them and
+//! the test probe, or only the named ones) to `wasm32-wasip1`, then hashes, signs and
+//! publishes them into the local registry of a Locara home (by default `<repo>/.locara`) with
+//! a development key, through `locara-registry`'s own functions. Naming the tools a first run
+//! needs builds only their dependencies: each tool bin has a cargo feature of its name.
 //!
 //! `cargo xtask fuzz [--seconds N] [TARGET...]` builds the cargo-fuzz targets in `fuzz/` and runs
 //! each for a bounded time, as CI does (see `fuzz.rs`).
@@ -33,9 +34,10 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  build-tools [--home DIR]   build the built-in tools for wasm32-wasip1 and publish them,
-                             signed with a development key, into DIR/registry
-                             (default DIR: <repo>/.locara)
+  build-tools [--home DIR] [ID...]
+                             build the built-in tools (all, or the named ones) for
+                             wasm32-wasip1 and publish them, signed with a development
+                             key, into DIR/registry (default DIR: <repo>/.locara)
   fuzz [--seconds N] [TARGET...]
                              build the fuzz targets in fuzz/ (installing cargo-fuzz if
                              missing) and run each for N seconds (default 60) on a copy of
@@ -46,15 +48,15 @@ fn main() -> Result<()> {
     let args: Vec<String> = env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("build-tools") => {
-            let home = match args.get(1..) {
-                Some([flag, dir]) if flag == "--home" => PathBuf::from(dir),
-                Some([]) => project_root().join(".locara"),
-                _ => bail!(
-                    "unexpected arguments to build-tools: {:?}\n\n{USAGE}",
-                    &args[1..]
-                ),
+            let (home, ids) = match &args[1..] {
+                [flag, dir, ids @ ..] if flag == "--home" => (PathBuf::from(dir), ids),
+                [flag, ..] if flag == "--home" => bail!("--home needs a directory\n\n{USAGE}"),
+                ids => (project_root().join(".locara"), ids),
             };
-            build_tools(&home)
+            if let Some(flag) = ids.iter().find(|id| id.starts_with('-')) {
+                bail!("unexpected option `{flag}` to build-tools\n\n{USAGE}");
+            }
+            build_tools(&home, ids)
         }
         Some("fuzz") => fuzz::run(&fuzz::parse_args(&args[1..])?),
         Some("help" | "--help" | "-h") | None => {
@@ -84,29 +86,56 @@ fn guest_target_dir() -> PathBuf {
         .join("guests")
 }
 
-fn build_tools(home: &Path) -> Result<()> {
+/// Builds and publishes the tools named by `ids` (every tool when it is empty).
+fn build_tools(home: &Path, ids: &[String]) -> Result<()> {
     locara_upstream::toolchain::ensure_wasm_target()?;
     let root = project_root();
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    eprintln!("building guests for {TARGET} (profile `{PROFILE}`)...");
-    let status = Command::new(&cargo)
-        .current_dir(&root)
-        .args([
-            "build",
-            "--locked",
-            "--target",
-            TARGET,
-            "--profile",
-            PROFILE,
-        ])
-        .args(["-p", "locara-tools-builtin", "-p", "locara-test-guests"])
-        .env("CARGO_TARGET_DIR", guest_target_dir())
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .status()
-        .with_context(|| format!("running {cargo}"))?;
-    if !status.success() {
-        bail!("building the tools failed (see above)");
+    let manifests = root.join("crates/locara-tools-builtin/manifests");
+    let mut templates: Vec<PathBuf> = std::fs::read_dir(&manifests)
+        .with_context(|| format!("reading {}", manifests.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    templates.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    templates.sort();
+    let id_of = |path: &Path| -> Result<String> {
+        path.file_stem()
+            .and_then(|s| s.to_str())
+            .map(str::to_owned)
+            .ok_or_else(|| format_err!("bad manifest file name {}", path.display()))
+    };
+    if !ids.is_empty() {
+        let known = templates.iter().map(|p| id_of(p)).collect::<Result<Vec<_>>>()?;
+        if let Some(unknown) = ids.iter().find(|id| !known.contains(id)) {
+            bail!(
+                "there is no built-in tool `{unknown}`; the built-in tools are: {}",
+                known.join(", ")
+            );
+        }
+        templates.retain(|p| id_of(p).is_ok_and(|id| ids.contains(&id)));
+    }
+    let mut templates_with_source = Vec::with_capacity(templates.len());
+    for path in templates {
+        let template = std::fs::read_to_string(&path)?;
+        let interpreter = locara_upstream::tool::is_interpreter_template(&template);
+        templates_with_source.push((path, template, interpreter));
+    }
+    // The bins to compile: every one (and the test probe) for a full build, else the named
+    // tools' bins with only their own features. Interpreter tools are fetched, not built.
+    let bins: Vec<String> = templates_with_source
+        .iter()
+        .filter(|(_, _, interpreter)| !interpreter)
+        .map(|(path, _, _)| id_of(path).map(|id| id.replace('.', "-")))
+        .collect::<Result<_>>()?;
+    if ids.is_empty() {
+        compile_guests(&root, &["-p", "locara-tools-builtin", "-p", "locara-test-guests"])?;
+    } else if !bins.is_empty() {
+        let features = bins.join(",");
+        let mut args = vec!["-p", "locara-tools-builtin", "--no-default-features"];
+        args.extend(["--features", features.as_str()]);
+        for bin in &bins {
+            args.extend(["--bin", bin]);
+        }
+        compile_guests(&root, &args)?;
     }
 
     let key = dev_key(home)?;
@@ -119,22 +148,11 @@ fn build_tools(home: &Path) -> Result<()> {
             .with_model_dir(home.join("models")),
     )?;
     let out = guest_target_dir().join(TARGET).join(PROFILE);
-    let manifests = root.join("crates/locara-tools-builtin/manifests");
-    let mut templates: Vec<PathBuf> = std::fs::read_dir(&manifests)
-        .with_context(|| format!("reading {}", manifests.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    templates.retain(|p| p.extension().is_some_and(|e| e == "json"));
-    templates.sort();
     let validated_at = locara_registry::rfc3339_utc(SystemTime::now());
     let blobs = locara_upstream::fetch::BlobCache::user_default();
-    for template_path in &templates {
-        let id = template_path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .ok_or_else(|| format_err!("bad file name"))?;
-        let template = std::fs::read_to_string(template_path)?;
-        let (template, wasm) = if locara_upstream::tool::is_interpreter_template(&template) {
+    for (template_path, template, interpreter) in &templates_with_source {
+        let id = id_of(template_path)?;
+        let (template, wasm) = if *interpreter {
             // An upstream interpreter: fetched (pinned by sha256) and its driver inlined.
             let prepared = locara_upstream::tool::prepare(template_path, &blobs)?;
             (prepared.template, prepared.wasm)
@@ -146,7 +164,7 @@ fn build_tools(home: &Path) -> Result<()> {
                     wasm_path.display()
                 )
             })?;
-            (template, wasm)
+            (template.clone(), wasm)
         };
         let mut manifest = prepare_manifest(&template, &wasm)?;
         manifest.validated_at = Some(validated_at.clone());
@@ -166,10 +184,29 @@ fn build_tools(home: &Path) -> Result<()> {
     }
     eprintln!(
         "published {} tools into {} (key {})",
-        templates.len(),
+        templates_with_source.len(),
         home.join("registry").display(),
         key.key_id()
     );
+    Ok(())
+}
+
+/// Runs `cargo build` for the guests, with `args` selecting the packages, features and bins.
+fn compile_guests(root: &Path, args: &[&str]) -> Result<()> {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    eprintln!("building guests for {TARGET} (profile `{PROFILE}`)...");
+    let status = Command::new(&cargo)
+        .current_dir(root)
+        .args(["build", "--locked", "--target", TARGET, "--profile", PROFILE])
+        .args(args)
+        .env("CARGO_TARGET_DIR", guest_target_dir())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .status()
+        .with_context(|| format!("running {cargo}"))?;
+    if !status.success() {
+        bail!("building the tools failed (see above)");
+    }
     Ok(())
 }
 

@@ -73,3 +73,56 @@ fn every_crate_inherits_the_workspace_lints() {
         );
     }
 }
+
+/// `(package and version, its enabled features)` for every crate `cargo tree` shows `package`
+/// building (normal and build dependencies).
+fn feature_sets(package: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = std::process::Command::new(cargo)
+        .current_dir(crate::project_root())
+        .args(["tree", "--locked", "--offline", "--prefix", "none", "-e", "normal,build"])
+        .args(["-p", package, "-f", "{p}|{f}"])
+        .output()
+        .expect("running cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut sets = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((crate_, features)) = line.split_once('|') else {
+            continue;
+        };
+        let name: Vec<&str> = crate_.split_whitespace().take(2).collect();
+        let features = features.trim_end_matches(" (*)").trim().to_owned();
+        let set = sets.entry(name.join(" ")).or_default();
+        if !set.contains(&features) {
+            set.push(features);
+            set.sort();
+        }
+    }
+    sets
+}
+
+/// The README's first run is `cargo xtask build-tools` then `cargo run -p locara-cli`; a
+/// crate both build but with different features is compiled twice, with all it sits under.
+#[test]
+fn xtask_and_the_cli_build_shared_crates_with_the_same_features() {
+    let xtask = feature_sets("xtask");
+    let cli = feature_sets("locara-cli");
+    assert!(xtask.keys().any(|k| k.starts_with("wasmtime ")), "{xtask:?}");
+    let mismatched: Vec<String> = xtask
+        .iter()
+        .filter_map(|(crate_, features)| {
+            let theirs = cli.get(crate_)?;
+            (features != theirs).then(|| format!("{crate_}: xtask {features:?}, cli {theirs:?}"))
+        })
+        .collect();
+    assert!(
+        mismatched.is_empty(),
+        "these crates would be compiled twice by the README's first run; add the union of \
+         their features to crates/locara-workspace-hack/Cargo.toml:\n{}",
+        mismatched.join("\n")
+    );
+}

@@ -36,13 +36,16 @@
 //! language model) through [`host`]; the host decides from the manifest and the app's grants.
 
 pub mod abi;
+#[cfg(feature = "audio-transcribe")]
 pub mod audio_transcribe;
 /// Files in and out of a tool: `locara-pdk`'s.
 pub use locara_pdk::files as blob;
+#[cfg(feature = "code-exec-lua")]
 pub mod code_exec_lua;
 /// The host services a tool may ask for: `locara-pdk`'s.
 pub use locara_pdk::host;
 
+#[cfg(feature = "audio-detect-silence")]
 pub mod audio_detect_silence;
 pub mod bash_read_only;
 pub mod file_edit;
@@ -51,34 +54,54 @@ pub mod filesystem_read;
 pub mod filesystem_search;
 pub mod filesystem_write;
 mod glob;
+#[cfg(feature = "image-format-convert")]
 pub mod image_format_convert;
+// Shared by three tools; a build of one of them leaves parts unused.
+#[cfg(any(feature = "image-resize", feature = "image-format-convert", feature = "ocr"))]
+#[cfg_attr(
+    not(all(feature = "image-resize", feature = "image-format-convert", feature = "ocr")),
+    allow(dead_code)
+)]
 mod image_io;
+#[cfg(feature = "image-resize")]
 pub mod image_resize;
+#[cfg(feature = "ocr")]
 pub mod ocr;
+#[cfg(any(feature = "pdf-extract-text", feature = "pdf-split"))]
+#[cfg_attr(not(all(feature = "pdf-extract-text", feature = "pdf-split")), allow(dead_code))]
 mod pdf;
+#[cfg(feature = "pdf-extract-text")]
 pub mod pdf_extract_text;
+#[cfg(feature = "pdf-split")]
 pub mod pdf_split;
 pub mod text_chunk;
 pub mod text_llm;
 mod walk;
 pub mod web_fetch;
 
-#[cfg(test)]
+// The consistency checks cover every tool, so they need every tool's feature (the default).
+#[cfg(all(test, feature = "default"))]
 mod tests;
 
+#[cfg(feature = "audio-detect-silence")]
+pub use crate::audio_detect_silence::run as audio_detect_silence;
+#[cfg(feature = "image-format-convert")]
+pub use crate::image_format_convert::run as image_format_convert;
+#[cfg(feature = "image-resize")]
+pub use crate::image_resize::run as image_resize;
+#[cfg(feature = "ocr")]
+pub use crate::ocr::run as ocr;
+#[cfg(feature = "pdf-extract-text")]
+pub use crate::pdf_extract_text::run as pdf_extract_text;
+#[cfg(feature = "pdf-split")]
+pub use crate::pdf_split::run as pdf_split;
 pub use crate::{
-    audio_detect_silence::run as audio_detect_silence,
     bash_read_only::run as bash_read_only,
     file_edit::run as file_edit,
     filesystem_list::run as filesystem_list,
     filesystem_read::run as filesystem_read,
     filesystem_search::run as filesystem_search,
     filesystem_write::run as filesystem_write,
-    image_format_convert::run as image_format_convert,
-    image_resize::run as image_resize,
-    ocr::run as ocr,
-    pdf_extract_text::run as pdf_extract_text,
-    pdf_split::run as pdf_split,
     text_chunk::run as text_chunk,
     text_llm::{
         classify::run as text_classify, summarize::run as text_summarize,
