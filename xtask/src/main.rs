@@ -104,7 +104,10 @@ fn build_tools(home: &Path, ids: &[String]) -> Result<()> {
             .ok_or_else(|| format_err!("bad manifest file name {}", path.display()))
     };
     if !ids.is_empty() {
-        let known = templates.iter().map(|p| id_of(p)).collect::<Result<Vec<_>>>()?;
+        let known = templates
+            .iter()
+            .map(|p| id_of(p))
+            .collect::<Result<Vec<_>>>()?;
         if let Some(unknown) = ids.iter().find(|id| !known.contains(id)) {
             bail!(
                 "there is no built-in tool `{unknown}`; the built-in tools are: {}",
@@ -127,7 +130,10 @@ fn build_tools(home: &Path, ids: &[String]) -> Result<()> {
         .map(|(path, _, _)| id_of(path).map(|id| id.replace('.', "-")))
         .collect::<Result<_>>()?;
     if ids.is_empty() {
-        compile_guests(&root, &["-p", "locara-tools-builtin", "-p", "locara-test-guests"])?;
+        compile_guests(
+            &root,
+            &["-p", "locara-tools-builtin", "-p", "locara-test-guests"],
+        )?;
     } else if !bins.is_empty() {
         let features = bins.join(",");
         let mut args = vec!["-p", "locara-tools-builtin", "--no-default-features"];
@@ -197,7 +203,14 @@ fn compile_guests(root: &Path, args: &[&str]) -> Result<()> {
     eprintln!("building guests for {TARGET} (profile `{PROFILE}`)...");
     let status = Command::new(&cargo)
         .current_dir(root)
-        .args(["build", "--locked", "--target", TARGET, "--profile", PROFILE])
+        .args([
+            "build",
+            "--locked",
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+        ])
         .args(args)
         .env("CARGO_TARGET_DIR", guest_target_dir())
         .env_remove("RUSTFLAGS")

@@ -80,7 +80,15 @@ fn feature_sets(package: &str) -> std::collections::BTreeMap<String, Vec<String>
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let out = std::process::Command::new(cargo)
         .current_dir(crate::project_root())
-        .args(["tree", "--locked", "--offline", "--prefix", "none", "-e", "normal,build"])
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "--prefix",
+            "none",
+            "-e",
+            "normal,build",
+        ])
         .args(["-p", package, "-f", "{p}|{f}"])
         .output()
         .expect("running cargo tree");
@@ -111,7 +119,10 @@ fn feature_sets(package: &str) -> std::collections::BTreeMap<String, Vec<String>
 fn xtask_and_the_cli_build_shared_crates_with_the_same_features() {
     let xtask = feature_sets("xtask");
     let cli = feature_sets("locara-cli");
-    assert!(xtask.keys().any(|k| k.starts_with("wasmtime ")), "{xtask:?}");
+    assert!(
+        xtask.keys().any(|k| k.starts_with("wasmtime ")),
+        "{xtask:?}"
+    );
     let mismatched: Vec<String> = xtask
         .iter()
         .filter_map(|(crate_, features)| {

@@ -57,9 +57,17 @@ mod glob;
 #[cfg(feature = "image-format-convert")]
 pub mod image_format_convert;
 // Shared by three tools; a build of one of them leaves parts unused.
-#[cfg(any(feature = "image-resize", feature = "image-format-convert", feature = "ocr"))]
+#[cfg(any(
+    feature = "image-resize",
+    feature = "image-format-convert",
+    feature = "ocr"
+))]
 #[cfg_attr(
-    not(all(feature = "image-resize", feature = "image-format-convert", feature = "ocr")),
+    not(all(
+        feature = "image-resize",
+        feature = "image-format-convert",
+        feature = "ocr"
+    )),
     allow(dead_code)
 )]
 mod image_io;
@@ -68,7 +76,10 @@ pub mod image_resize;
 #[cfg(feature = "ocr")]
 pub mod ocr;
 #[cfg(any(feature = "pdf-extract-text", feature = "pdf-split"))]
-#[cfg_attr(not(all(feature = "pdf-extract-text", feature = "pdf-split")), allow(dead_code))]
+#[cfg_attr(
+    not(all(feature = "pdf-extract-text", feature = "pdf-split")),
+    allow(dead_code)
+)]
 mod pdf;
 #[cfg(feature = "pdf-extract-text")]
 pub mod pdf_extract_text;
