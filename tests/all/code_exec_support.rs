@@ -8,10 +8,7 @@ use serde_json::Value;
 /// A home with `tool` published, and a `Locara` over it for each engine. An interpreter tool
 /// is fetched and published on demand; large modules are compiled once per machine.
 pub(crate) fn engines(tool: &str) -> (TestHome, Vec<Locara>) {
-    let home = TestHome::new();
-    if UPSTREAM_TOOLS.iter().any(|(id, _)| *id == tool) {
-        home.publish_upstream_tool(tool);
-    }
+    let home = home_with(tool);
     let hosts = BackendKind::ALL
         .into_iter()
         .map(|engine| {
@@ -22,6 +19,15 @@ pub(crate) fn engines(tool: &str) -> (TestHome, Vec<Locara>) {
         })
         .collect();
     (home, hosts)
+}
+
+/// A home with `tool` published (an interpreter tool is fetched and published on demand).
+pub(crate) fn home_with(tool: &str) -> TestHome {
+    let home = TestHome::new();
+    if UPSTREAM_TOOLS.iter().any(|(id, _)| *id == tool) {
+        home.publish_upstream_tool(tool);
+    }
+    home
 }
 
 async fn call(locara: &Locara, tool: &str, arguments: Value) -> RunResponse {

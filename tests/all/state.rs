@@ -274,66 +274,122 @@ async fn seeded_python_and_lua_programs_repeat_on_both_engines() {
     }
 }
 
-/// code-exec.lua's `locara.progress`: a program's task reaches the facade caller on both
-/// engines, and a program misusing it gets a Lua error, not a failed host.
+/// A host over `home` for an app named `name` that may call `tool`, granted `services`.
+fn code_app(home: &TestHome, tool: &str, services: &[&str], engine: BackendKind) -> Locara {
+    let app = AppManifest::from_json(
+        &json!({
+            "schema_version": 1,
+            "name": name_of(tool),
+            "tools": [format!("{tool}@0.1.0")],
+            "grants": {"services": services},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let config = LocaraConfig::new(home.path())
+        .with_app(app, home.path())
+        .with_engine(engine)
+        .with_compiled_cache(locara_test_artifacts::SHARED_COMPILED_CACHE);
+    Locara::new(&config).unwrap()
+}
+
+fn name_of(tool: &str) -> String {
+    tool.replace('.', "-")
+}
+
+/// The same program in each language: a task of two steps, done, then one step too many,
+/// whose error message the program prints.
+const PROGRESS_PROGRAMS: [(&str, &str); 3] = [
+    (
+        "code-exec.lua",
+        "local t = locara.progress('Summing', 2)\n\
+         t:step('first half')\nt:step('second half')\nt:done('sum is 10')\n\
+         local ok, err = pcall(t.step, t, 'too late')\nprint(err)",
+    ),
+    (
+        "code-exec.python",
+        "import locara\nt = locara.progress('Summing', 2)\n\
+         t.step('first half'); t.step('second half'); t.done('sum is 10')\n\
+         try:\n    t.step('too late')\nexcept RuntimeError as e:\n    print(e)",
+    ),
+    (
+        "code-exec.js",
+        "const t = locara.progress('Summing', 2);\n\
+         t.step('first half'); t.step('second half'); t.done('sum is 10');\n\
+         try { t.step('too late'); } catch (e) { print(e.message); }",
+    ),
+];
+
+/// `locara.progress` in Lua (a host import), Python and JavaScript (prebuilt interpreters,
+/// through the host channel at `/tmp/.locara-host`): a program's task reaches the facade caller on both
+/// engines, and a program misusing it gets its language's error, not a failed host.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lua_program_reports_progress() {
-    let home = TestHome::new();
-    for engine in [BackendKind::Wasmtime, BackendKind::Wasmi] {
-        let app = AppManifest::from_json(
-            &json!({
-                "schema_version": 1,
-                "name": "lua-progress",
-                "tools": ["code-exec.lua@0.1.0"],
-                "grants": {"services": ["progress"]},
-            })
-            .to_string(),
-        )
-        .unwrap();
-        let locara = Locara::new(
-            &LocaraConfig::new(home.path())
-                .with_app(app, home.path())
-                .with_engine(engine),
-        )
-        .unwrap();
-        let code = "local t = locara.progress('Summing', 2)\n\
-                    t:step('first half')\nt:step('second half')\nt:done('sum is 10')\n\
-                    local ok, err = pcall(t.step, t, 'too late')\nreturn ok, err";
-        let (response, seen) = watched(
-            &locara,
-            RunRequest::new("code-exec.lua", json!({"code": code})),
-        )
-        .await;
-        assert!(response.ok, "{:?}", response.error);
-        let output = response.output.unwrap();
-        let result = output["result"].as_str().unwrap();
-        assert!(
-            result.starts_with("false\t") && result.contains("done"),
-            "{output}"
-        );
-        let events: Vec<_> = seen.iter().map(|p| p.event.clone()).collect();
-        assert_eq!(
-            events,
-            [
-                ProgressEvent::Started { total: Some(2) },
-                ProgressEvent::Step {
-                    done: 1,
-                    total: Some(2),
-                    message: Some("first half".to_owned())
-                },
-                ProgressEvent::Step {
-                    done: 2,
-                    total: Some(2),
-                    message: Some("second half".to_owned())
-                },
-                ProgressEvent::Done {
-                    done: 2,
-                    summary: Some("sum is 10".to_owned())
-                },
-            ],
-            "{engine:?}"
-        );
-        assert!(seen.iter().all(|p| p.title == "Summing"));
+async fn programs_in_every_language_report_progress() {
+    let expected = [
+        ProgressEvent::Started { total: Some(2) },
+        ProgressEvent::Step {
+            done: 1,
+            total: Some(2),
+            message: Some("first half".to_owned()),
+        },
+        ProgressEvent::Step {
+            done: 2,
+            total: Some(2),
+            message: Some("second half".to_owned()),
+        },
+        ProgressEvent::Done {
+            done: 2,
+            summary: Some("sum is 10".to_owned()),
+        },
+    ];
+    for (tool, code) in PROGRESS_PROGRAMS {
+        let home = crate::code_exec_support::home_with(tool);
+        for engine in [BackendKind::Wasmtime, BackendKind::Wasmi] {
+            let locara = code_app(&home, tool, &["progress"], engine);
+            let (response, seen) =
+                watched(&locara, RunRequest::new(tool, json!({"code": code}))).await;
+            assert!(response.ok, "{tool} on {engine:?}: {:?}", response.error);
+            let output = response.output.unwrap();
+            let stdout = output["stdout"].as_str().unwrap();
+            assert!(
+                stdout.contains("this progress task is done"),
+                "{tool}: {output}"
+            );
+            let events: Vec<_> = seen.iter().map(|p| p.event.clone()).collect();
+            assert_eq!(events, expected, "{tool} on {engine:?}");
+            assert!(
+                seen.iter().all(|p| p.title == "Summing"),
+                "{tool}: {seen:?}"
+            );
+        }
+    }
+}
+
+/// Without the app's `progress` grant a program's reports go nowhere and it runs as usual,
+/// in each language (Python's task also works as a `with` block).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_grant_progress_does_nothing() {
+    let programs = [
+        (
+            "code-exec.lua",
+            "local t = locara.progress('Idle', 1)\nt:step('one')\nt:done()\nprint('ran')",
+        ),
+        (
+            "code-exec.python",
+            "import locara\nwith locara.progress('Idle', 1) as t:\n    t.step('one')\nprint('ran')",
+        ),
+        (
+            "code-exec.js",
+            "const t = locara.progress('Idle', 1); t.step('one'); t.done(); print('ran')",
+        ),
+    ];
+    for (tool, code) in programs {
+        let home = crate::code_exec_support::home_with(tool);
+        let locara = code_app(&home, tool, &[], BackendKind::Wasmtime);
+        let (response, seen) = watched(&locara, RunRequest::new(tool, json!({"code": code}))).await;
+        assert!(response.ok, "{tool}: {:?}", response.error);
+        assert_eq!(response.output.unwrap()["stdout"], json!("ran\n"), "{tool}");
+        assert!(seen.is_empty(), "{tool}: {seen:?}");
     }
 }
 
@@ -356,4 +412,52 @@ async fn kv_opens_again_after_a_failed_open() {
     std::fs::remove_file(&blocker).unwrap();
     let counted = state(&notes, json!({"op": "count", "key": "visits"})).await;
     assert_eq!(counted["count"], json!(1), "{counted}");
+}
+
+/// The host channel answers only what the call was granted: a program with `progress` asks
+/// for the network and for the app's kv store and is denied both (code-exec.python declares
+/// neither), a line that is not a request is answered as such, and a program granted no
+/// service finds no channel at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_channel_answers_only_what_was_granted() {
+    let tool = "code-exec.python";
+    let home = crate::code_exec_support::home_with(tool);
+    let code = r#"channel = open('/tmp/.locara-host', 'r+b', buffering=0)
+def ask(line):
+    channel.write(line)
+    return channel.read(65536).decode()
+print(ask(b'not json\n'), end='')
+print(ask(b'{"service": "web.fetch", "request": {"url": "http://127.0.0.1:9/"}}\n'), end='')
+print(ask(b'{"service": "kv", "request": {"op": "get", "key": "k"}}\n'), end='')
+print(ask(b'{"service": "progress", "request": {"op": "start", "title": "t"}}\n'), end='')
+"#;
+    let granted = code_app(&home, tool, &["progress", "kv"], BackendKind::Wasmtime);
+    let (response, seen) = watched(&granted, RunRequest::new(tool, json!({"code": code}))).await;
+    assert!(response.ok, "{:?}", response.error);
+    let stdout = response.output.unwrap()["stdout"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answers: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = answers
+        .iter()
+        .map(|a| a.as_object().unwrap().keys().next().unwrap().as_str())
+        .collect();
+    assert_eq!(kinds, ["invalid", "denied", "denied", "ok"], "{stdout}");
+    assert!(answers[3]["ok"]["task"].is_u64(), "{stdout}");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+
+    let closed =
+        "try:\n    open('/tmp/.locara-host', 'r+b')\nexcept OSError as e:\n    print(e.errno)";
+    let ungranted = code_app(&home, tool, &[], BackendKind::Wasmtime);
+    let response = ungranted
+        .run(RunRequest::new(tool, json!({"code": closed})))
+        .await
+        .unwrap();
+    assert!(response.ok, "{:?}", response.error);
+    // ENOENT.
+    assert_eq!(response.output.unwrap()["stdout"], json!("44\n"));
 }

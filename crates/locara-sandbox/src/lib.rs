@@ -73,5 +73,5 @@ pub use crate::{
     error::Error,
     limits::{EnforcedLimits, Enforcement, LimitKind, Limits},
     outcome::{OutputFile, RunOutcome, RunStatus},
-    services::{HOST_SERVICES_MODULE, HostServices, ServiceCall, ServiceError},
+    services::{HOST_CHANNEL_PATH, HOST_SERVICES_MODULE, HostServices, ServiceCall, ServiceError},
 };

@@ -25,6 +25,15 @@ use crate::CancelToken;
 /// The import module the host services are in.
 pub const HOST_SERVICES_MODULE: &str = "locara_host";
 
+/// Where a call with host services and a temp dir finds them as a stream of JSON lines, for
+/// a guest that cannot import [`HOST_SERVICES_MODULE`] (a prebuilt interpreter): open it for
+/// reading and writing, write `{"service": NAME, "request": JSON}` and a newline, read one line
+/// back, `{"ok": ANSWER}`, `{"denied": MESSAGE}`, `{"failed": MESSAGE}` or
+/// `{"invalid": MESSAGE}`. It is not a file: the name is intercepted when opened in the temp
+/// dir (it is not listed, and a file of that name cannot be made); each open is a channel of
+/// its own. Without services the name is looked up as any other (and is not there).
+pub const HOST_CHANNEL_PATH: &str = "/tmp/.locara-host";
+
 /// What a call is doing while a service answers it: the service must give up by `deadline`,
 /// and should give up soon after `cancel` is cancelled.
 #[derive(Debug, Clone)]

@@ -53,6 +53,10 @@ _encode_json_string = json.encoder.encode_basestring
 _os_write = os.write
 _os_writev = getattr(os, "writev", None)
 _open = io.open
+# Where the host answers service requests, one JSON line each (locara-sandbox's
+# `HOST_CHANNEL_PATH`); not there when the app granted the call no host service.
+_HOST_PATH = "/tmp/.locara-host"
+_host_channel = None
 
 
 class _BadArgs(Exception):
@@ -217,6 +221,76 @@ def _capture_descriptors(stdout, stderr):
     if _os_writev is not None:
         os.writev = posix.writev = writev
     builtins.open = io.open = open
+
+
+def _host(service, request):
+    """Asks host service `service`; its answer, or None when the call may not use it."""
+    global _host_channel
+    try:
+        if _host_channel is None:
+            _host_channel = _open(_HOST_PATH, "r+b", buffering=0)
+        view = memoryview((json.dumps({"service": service, "request": request}) + "\n").encode())
+        while view:
+            view = view[_host_channel.write(view):]
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = _host_channel.read(65536)
+            if not chunk:
+                return None
+            line += chunk
+    except OSError:
+        return None
+    return json.loads(line).get("ok")
+
+
+class _ProgressTask:
+    """A progress task the host shows while the program runs (`locara.progress`)."""
+
+    def __init__(self, title, total):
+        if total is not None and (not isinstance(total, int) or isinstance(total, bool) or total < 0):
+            raise ValueError(f"total must be a whole number of steps or None, not {total!r}")
+        answer = _host("progress", {"op": "start", "title": str(title), "total": total})
+        self._task = answer.get("task") if isinstance(answer, dict) else None
+        self._done = False
+
+    def step(self, message=None, by=1):
+        """Counts `by` steps done (one by default), with an optional message."""
+        if self._done:
+            raise RuntimeError("this progress task is done")
+        if self._task is not None:
+            message = None if message is None else str(message)
+            _host("progress", {"op": "step", "task": self._task, "by": by, "message": message})
+
+    def done(self, summary=None):
+        """Ends the task, with an optional summary."""
+        if self._done:
+            raise RuntimeError("this progress task is done")
+        self._done = True
+        if self._task is not None:
+            summary = None if summary is None else str(summary)
+            _host("progress", {"op": "done", "task": self._task, "summary": summary})
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        if not self._done:
+            self.done()
+        return False
+
+
+def _locara_module():
+    """The `locara` module the code can import: what the host offers a program."""
+    module = types.ModuleType("locara", "What the Locara host offers a program.")
+
+    def progress(title, total=None):
+        """Starts a progress task the host shows while the program runs: `task.step(message)`
+        counts a step, `task.done(summary)` ends it (or use it in a `with` block). Without the
+        app's `progress` grant the calls do nothing."""
+        return _ProgressTask(title, total)
+
+    module.progress = progress
+    return module
 
 
 def _read_input():
@@ -446,6 +520,7 @@ def _main():
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = main
+    sys.modules["locara"] = _locara_module()
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8", "surrogatepass")), "utf-8", "replace")
     sys.stdout = sys.__stdout__ = stdout
     sys.stderr = sys.__stderr__ = stderr

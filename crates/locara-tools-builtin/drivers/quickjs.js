@@ -383,6 +383,48 @@
     }
   }
 
+  // --- host services ---------------------------------------------------------------------
+
+  // Where the host answers service requests, one JSON line each (locara-sandbox's
+  // `HOST_CHANNEL_PATH`); not there when the app granted the call no host service.
+  const HOST_PATH = "/tmp/.locara-host";
+  let hostChannel;
+  // Asks host service `service`; its answer, or undefined when the call may not use it.
+  function host(service, request) {
+    if (hostChannel === undefined) hostChannel = realStd.open(HOST_PATH, "r+");
+    if (!hostChannel) return undefined;
+    hostChannel.puts(JSON.stringify({ service, request }) + "\n");
+    hostChannel.flush();
+    const answer = hostChannel.getline();
+    return answer === null ? undefined : JSON.parse(answer).ok;
+  }
+
+  class ProgressTask {
+    constructor(title, total) {
+      if (total !== undefined && total !== null && !(Number.isInteger(total) && total >= 0)) {
+        throw new TypeError(`total must be a whole number of steps or undefined, not ${total}`);
+      }
+      const answer = host("progress", { op: "start", title: String(title), total: total ?? null });
+      this.task = answer && answer.task;
+      this.finished = false;
+    }
+    // Counts `by` steps done (one by default), with an optional message.
+    step(message, by = 1) {
+      if (this.finished) throw new Error("this progress task is done");
+      if (this.task !== undefined) {
+        host("progress", { op: "step", task: this.task, by, message: message === undefined ? null : String(message) });
+      }
+    }
+    // Ends the task, with an optional summary.
+    done(summary) {
+      if (this.finished) throw new Error("this progress task is done");
+      this.finished = true;
+      if (this.task !== undefined) {
+        host("progress", { op: "done", task: this.task, summary: summary === undefined ? null : String(summary) });
+      }
+    }
+  }
+
   function installGlobals(stdin) {
     const toStdout = (...values) => emit(line(values));
     const toStderr = (...values) => capture(line(values));
@@ -404,6 +446,10 @@
       sleepAsync: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
     Object.assign(globalThis, { setTimeout, setInterval, clearTimeout: clearTimer, clearInterval: clearTimer });
+    // What the host offers a program: `locara.progress(title, total)` starts a task the host
+    // shows while the program runs (`task.step(message)`, `task.done(summary)`); without the
+    // app's `progress` grant the calls do nothing.
+    globalThis.locara = Object.freeze({ progress: (title, total) => new ProgressTask(title, total) });
   }
 
   async function main() {

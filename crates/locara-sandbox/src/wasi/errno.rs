@@ -10,6 +10,7 @@ impl Errno {
     pub(crate) const BADF: Errno = Errno(8);
     pub(crate) const EXIST: Errno = Errno(20);
     pub(crate) const FAULT: Errno = Errno(21);
+    pub(crate) const FBIG: Errno = Errno(22);
     pub(crate) const ILSEQ: Errno = Errno(25);
     pub(crate) const INVAL: Errno = Errno(28);
     pub(crate) const IO: Errno = Errno(29);

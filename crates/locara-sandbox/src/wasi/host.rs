@@ -1,7 +1,9 @@
 //! The guest side of [`crate::services`]: the `locara_host` import module, on the same
-//! engine-agnostic footing as WASI (the call's [`WasiCtx`] and the guest's memory).
+//! engine-agnostic footing as WASI (the call's [`WasiCtx`] and the guest's memory), and the
+//! same services as a stream of JSON lines at [`crate::services::HOST_CHANNEL_PATH`] for
+//! guests that cannot import a function (a prebuilt interpreter; see [`Channel`]).
 
-use super::{Errno, Fail, Res, Stop, WasiCtx, bytes, put, put_u32};
+use super::{Desc, Errno, Fail, Res, Stop, WasiCtx, bytes, put, put_u32};
 use crate::{LimitKind, ServiceCall, ServiceError};
 
 pub(crate) use crate::services::HOST_SERVICES_MODULE as MODULE;
@@ -44,20 +46,33 @@ pub(crate) fn call(
     let name = std::str::from_utf8(bytes(mem, name, name_len as u32)?)
         .map_err(|_| Errno::ILSEQ)?
         .to_owned();
-    let request = bytes(mem, request, request_len as u32)?;
+    let request = bytes(mem, request, request_len as u32)?.to_vec();
     // Checked before the service runs, so a bad pointer costs no request.
     bytes(mem, response_len, 4)?;
+    let (answer, errno) = ask(ctx, &name, request)?;
+    put_u32(mem, response_len, answer.len() as u32)?;
+    ctx.pending = Some(answer);
+    if errno.0 == 0 {
+        Ok(())
+    } else {
+        Err(errno.into())
+    }
+}
+
+/// Asks service `name`: its answer and `0`, or a message saying why not and the errno the
+/// guest sees (`ENOTCAPABLE` denied, `EIO` failed). A deadline or cancellation stops the guest.
+fn ask(ctx: &mut WasiCtx, name: &str, request: Vec<u8>) -> Res<(Vec<u8>, Errno)> {
     let service_call = ServiceCall {
         deadline: ctx.deadline,
         cancel: ctx.cancel.clone(),
     };
-    let (answer, errno) = match &ctx.services {
+    let answer = match &ctx.services {
         None => (
             format!("this call was given no host services, so `{name}` is not available")
                 .into_bytes(),
             Errno::NOTCAPABLE,
         ),
-        Some(services) => match services.0.call(&name, request, &service_call) {
+        Some(services) => match services.0.call(name, &request, &service_call) {
             Ok(answer) => (answer, Errno(0)),
             Err(ServiceError::Denied(message)) => (message.into_bytes(), Errno::NOTCAPABLE),
             Err(ServiceError::Failed(message)) => (message.into_bytes(), Errno::IO),
@@ -69,13 +84,111 @@ pub(crate) fn call(
     };
     // The deadline may have passed while the service worked, even if it answered.
     ctx.check_deadline().map_err(Fail::Stop)?;
-    put_u32(mem, response_len, answer.len() as u32)?;
-    ctx.pending = Some(answer);
-    if errno.0 == 0 {
-        Ok(())
-    } else {
-        Err(errno.into())
+    Ok(answer)
+}
+
+/// The channel's name in the temp dir: [`crate::services::HOST_CHANNEL_PATH`] without `/tmp/`.
+pub(crate) const CHANNEL_NAME: &str = ".locara-host";
+
+/// The longest request line the channel holds while waiting for its end: a longer one is
+/// refused with `EFBIG` and dropped.
+const MAX_CHANNEL_REQUEST: usize = 8 << 20;
+
+/// The host services as a stream, for guests that can only read and write descriptors.
+///
+/// The guest writes one request per line, `{"service": NAME, "request": JSON}`, and reads one
+/// answer line per request, in order: `{"ok": ANSWER}`, `{"denied": MESSAGE}`,
+/// `{"failed": MESSAGE}`, or `{"invalid": MESSAGE}` for a line that is not such a request.
+/// A request is answered when its line ends, before the write returns, so the answer is there
+/// to read; a read with nothing to read returns 0 bytes. Deadlines and cancellation stop the
+/// guest as [`call`] does.
+#[derive(Debug, Default)]
+pub(crate) struct Channel {
+    /// The start of a request whose line has not ended yet.
+    request: Vec<u8>,
+    /// Answers not read yet.
+    answers: std::collections::VecDeque<u8>,
+}
+
+impl Channel {
+    /// Copies answer bytes into `buf`; how many.
+    pub(crate) fn read(&mut self, buf: &mut [u8]) -> usize {
+        let n = buf.len().min(self.answers.len());
+        for (slot, byte) in buf.iter_mut().zip(self.answers.drain(..n)) {
+            *slot = byte;
+        }
+        n
     }
+}
+
+/// A write to the channel at `fd`: answers every request line it ends.
+pub(crate) fn channel_write(ctx: &mut WasiCtx, fd: i32, data: &[u8]) -> Res<()> {
+    let Desc::Channel(channel) = ctx.desc(fd)? else {
+        return Err(Errno::BADF.into());
+    };
+    channel.request.extend_from_slice(data);
+    let mut lines = Vec::new();
+    while let Some(end) = channel.request.iter().position(|&b| b == b'\n') {
+        let mut line: Vec<u8> = channel.request.drain(..=end).collect();
+        line.pop();
+        lines.push(line);
+    }
+    if channel.request.len() > MAX_CHANNEL_REQUEST {
+        channel.request = Vec::new();
+        return Err(Errno::FBIG.into());
+    }
+    for line in lines {
+        let answer = answer_line(ctx, &line)?;
+        let Desc::Channel(channel) = ctx.desc(fd)? else {
+            return Err(Errno::BADF.into());
+        };
+        channel.answers.extend(answer);
+    }
+    Ok(())
+}
+
+/// The answer line (with its newline) to one request line.
+fn answer_line(ctx: &mut WasiCtx, line: &[u8]) -> Res<Vec<u8>> {
+    let one = |kind: &str, message: String| {
+        let mut line = serde_json::json!({ kind: message })
+            .to_string()
+            .into_bytes();
+        line.push(b'\n');
+        line
+    };
+    let parsed = serde_json::from_slice::<serde_json::Value>(line).map_err(|e| e.to_string());
+    let request = parsed.and_then(|value| match value {
+        serde_json::Value::Object(mut fields) if fields.len() == 2 => {
+            match (fields.remove("service"), fields.remove("request")) {
+                (Some(serde_json::Value::String(service)), Some(request)) => Ok((service, request)),
+                _ => Err("it needs a string `service` and a `request`".to_owned()),
+            }
+        }
+        _ => Err("it is not an object of two fields".to_owned()),
+    });
+    let (service, request) = match request {
+        Ok(request) => request,
+        Err(why) => {
+            let message = format!(
+                "a request is one line of JSON, {{\"service\": NAME, \"request\": JSON}}: {why}"
+            );
+            return Ok(one("invalid", message));
+        }
+    };
+    let body = serde_json::to_vec(&request).map_err(|_| Errno::INVAL)?;
+    let (answer, errno) = ask(ctx, &service, body)?;
+    let message = || String::from_utf8_lossy(&answer).into_owned();
+    Ok(match errno {
+        Errno(0) => {
+            let value = serde_json::from_slice::<serde_json::Value>(&answer)
+                .unwrap_or_else(|_| serde_json::Value::String(message()));
+            let mut line = serde_json::json!({ "ok": value }).to_string().into_bytes();
+            line.push(b'\n');
+            line
+        }
+        Errno::NOTCAPABLE => one("denied", message()),
+        _ => one("failed", message()),
+    })
 }
 
 /// `response(buf, buf_len)`: copies the ready answer into the guest's buffer.
@@ -89,4 +202,15 @@ pub(crate) fn response(ctx: &mut WasiCtx, mem: &mut [u8], buf: i32, buf_len: i32
     put(mem, buf, answer)?;
     ctx.pending = None;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_channel_is_named_in_the_temp_dir() {
+        assert_eq!(
+            crate::services::HOST_CHANNEL_PATH,
+            format!("{}/{}", crate::TEMP_GUEST_PATH, super::CHANNEL_NAME)
+        );
+    }
 }

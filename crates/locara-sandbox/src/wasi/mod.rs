@@ -152,6 +152,9 @@ enum Desc {
     /// created on disk only when the guest first touches it. Most tools never do, and creating
     /// and removing a directory was the largest per-call cost of the sandbox.
     LazyTemp,
+    /// The host services as a stream ([`host::Channel`]), opened at
+    /// [`crate::services::HOST_CHANNEL_PATH`].
+    Channel(host::Channel),
 }
 
 #[derive(Debug)]
@@ -370,6 +373,18 @@ impl WasiCtx {
             });
         }
         self.raw_desc(fd)
+    }
+
+    /// Whether `fd` is the call's temp dir itself (`/tmp`), created or not.
+    fn is_temp_root(&mut self, fd: i32) -> bool {
+        match self.raw_desc(fd) {
+            Ok(Desc::LazyTemp) => true,
+            Ok(Desc::Dir(DirDesc {
+                preopen: Some(path),
+                ..
+            })) => path == crate::TEMP_GUEST_PATH,
+            _ => false,
+        }
     }
 
     fn dir(&mut self, fd: i32) -> Res<&mut DirDesc> {
@@ -779,7 +794,9 @@ pub(crate) fn fd_sync(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
 
 pub(crate) fn fd_fdstat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
     let (filetype, flags) = match ctx.raw_desc(fd)? {
-        Desc::Stdin | Desc::Stdout | Desc::Stderr => (FILETYPE_CHARACTER_DEVICE, 0u16),
+        Desc::Stdin | Desc::Stdout | Desc::Stderr | Desc::Channel(_) => {
+            (FILETYPE_CHARACTER_DEVICE, 0u16)
+        }
         Desc::LazyTemp => (FILETYPE_DIRECTORY, 0),
         Desc::Dir(_) => (FILETYPE_DIRECTORY, 0),
         Desc::File(f) => (
@@ -821,7 +838,7 @@ pub(crate) fn fd_fdstat_set_rights(
 
 pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
     let meta = match ctx.desc(fd)? {
-        Desc::Stdin | Desc::Stdout | Desc::Stderr => {
+        Desc::Stdin | Desc::Stdout | Desc::Stderr | Desc::Channel(_) => {
             let mut buf = [0u8; 64];
             buf[16] = FILETYPE_CHARACTER_DEVICE;
             put(mem, out, &buf)?;
@@ -985,6 +1002,7 @@ pub(crate) fn fd_read(
             })?
         }
         Desc::File(f) if f.readable => scatter(mem, iovs, n, |buf| f.file.read(buf))?,
+        Desc::Channel(channel) => scatter(mem, iovs, n, |buf| Ok(channel.read(buf)))?,
         Desc::Dir(_) => return Err(Errno::ISDIR.into()),
         _ => return Err(Errno::BADF.into()),
     };
@@ -1012,6 +1030,7 @@ pub(crate) fn fd_write(
             }
             f.file.write_all(&data)?;
         }
+        Desc::Channel(_) => host::channel_write(ctx, fd, &data)?,
         Desc::Dir(_) => return Err(Errno::ISDIR.into()),
         _ => return Err(Errno::BADF.into()),
     }
@@ -1185,6 +1204,11 @@ pub(crate) fn path_open(
     out: i32,
 ) -> Res {
     let path = path(mem, p, len)?.to_owned();
+    if ctx.services.is_some() && path == host::CHANNEL_NAME && ctx.is_temp_root(fd) {
+        let new = ctx.insert(Desc::Channel(host::Channel::default()))?;
+        put_u32(mem, out, new)?;
+        return Ok(());
+    }
     // A file created (or truncated) in the temp dir changes what it holds.
     let mut temp_change = None;
     if ctx.dir_in_temp(fd)? && oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0 {
