@@ -149,10 +149,8 @@ pub(crate) fn channel_write(ctx: &mut WasiCtx, fd: i32, data: &[u8]) -> Res<()> 
 
 /// The answer line (with its newline) to one request line.
 fn answer_line(ctx: &mut WasiCtx, line: &[u8]) -> Res<Vec<u8>> {
-    let one = |kind: &str, message: String| {
-        let mut line = serde_json::json!({ kind: message })
-            .to_string()
-            .into_bytes();
+    let one = |kind: &str, value: serde_json::Value| {
+        let mut line = serde_json::json!({ kind: value }).to_string().into_bytes();
         line.push(b'\n');
         line
     };
@@ -172,20 +170,17 @@ fn answer_line(ctx: &mut WasiCtx, line: &[u8]) -> Res<Vec<u8>> {
             let message = format!(
                 "a request is one line of JSON, {{\"service\": NAME, \"request\": JSON}}: {why}"
             );
-            return Ok(one("invalid", message));
+            return Ok(one("invalid", message.into()));
         }
     };
     let body = serde_json::to_vec(&request).map_err(|_| Errno::INVAL)?;
     let (answer, errno) = ask(ctx, &service, body)?;
-    let message = || String::from_utf8_lossy(&answer).into_owned();
+    let message = || serde_json::Value::String(String::from_utf8_lossy(&answer).into_owned());
     Ok(match errno {
-        Errno(0) => {
-            let value = serde_json::from_slice::<serde_json::Value>(&answer)
-                .unwrap_or_else(|_| serde_json::Value::String(message()));
-            let mut line = serde_json::json!({ "ok": value }).to_string().into_bytes();
-            line.push(b'\n');
-            line
-        }
+        Errno(0) => one(
+            "ok",
+            serde_json::from_slice(&answer).unwrap_or_else(|_| message()),
+        ),
         Errno::NOTCAPABLE => one("denied", message()),
         _ => one("failed", message()),
     })
