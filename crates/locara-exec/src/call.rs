@@ -174,6 +174,9 @@ pub struct Grant {
     pub(crate) progress: bool,
     /// Whether the tool may use the app's key-value store (`kv`).
     pub(crate) kv: bool,
+    /// Whether the tool may search, describe and call tools through the gateway (`tools`: it
+    /// declared it, and the app granted it).
+    pub(crate) tools: bool,
 }
 
 impl Grant {
@@ -195,6 +198,11 @@ impl Grant {
     /// Whether the tool may use the app's key-value store.
     pub fn kv(&self) -> bool {
         self.kv
+    }
+
+    /// Whether the tool may search, describe and call tools through the gateway.
+    pub fn tools(&self) -> bool {
+        self.tools
     }
 
     /// The directory the tool sees at `/workspace`, and whether it may write there.

@@ -1,11 +1,13 @@
 //! What the host says about a call beyond its tool and arguments: who it is for, how its
-//! randomness is seeded, and where its progress goes.
+//! randomness is seeded, where its progress goes, and who answers its tool calls.
 //!
 //! The context is set by the host (the facade from `RunRequest` and `LocaraConfig`, the CLI
 //! from `--user` and `--seed`, the MCP server from its session), never by a tool's arguments:
 //! a model can choose arguments, but not whose memory it reads.
 
 use std::{fmt, sync::Arc};
+
+use crate::ToolGateway;
 
 /// The host's side of a call.
 #[derive(Clone, Default)]
@@ -19,6 +21,9 @@ pub struct CallContext {
     pub seed: Option<u64>,
     /// Where the tool's progress reports go, if anyone is listening.
     pub progress: Option<ProgressSink>,
+    /// Where the tool's `tools` requests go (a code-exec program calling tools), when the host
+    /// serves them; see [`ToolGateway`].
+    pub gateway: Option<ToolGateway>,
 }
 
 impl CallContext {
@@ -44,6 +49,12 @@ impl CallContext {
         self.progress = Some(sink);
         self
     }
+
+    /// Sends the tool's `tools` requests through `gateway`.
+    pub fn with_gateway(mut self, gateway: ToolGateway) -> CallContext {
+        self.gateway = Some(gateway);
+        self
+    }
 }
 
 impl fmt::Debug for CallContext {
@@ -52,6 +63,7 @@ impl fmt::Debug for CallContext {
             .field("user", &self.user)
             .field("seed", &self.seed)
             .field("progress", &self.progress.is_some())
+            .field("gateway", &self.gateway.is_some())
             .finish()
     }
 }

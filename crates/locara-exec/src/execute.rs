@@ -18,7 +18,7 @@ use tower::Service;
 use crate::{
     CallFuture, ExecError, FailureKind, Provenance, ResolvedCall, ResolvedTool, RunStats,
     ToolFailure, ToolResult,
-    services::{CallServices, ProgressReporter, ServicesConfig},
+    services::{CallServices, Gateway, ProgressReporter, ServicesConfig},
 };
 
 /// Where the workspace directory appears inside the tool.
@@ -131,7 +131,11 @@ impl Execute {
             caps = caps.preopened_dir(models, MODELS_GUEST_PATH, DirPerms::ReadOnly);
         }
         let grant = &call.grant;
-        if !grant.hosts.is_empty() || grant.llm || grant.progress || grant.kv {
+        let declares_tools = manifest
+            .capability_requirements
+            .iter()
+            .any(|s| s == crate::gateway::TOOLS);
+        if !grant.hosts.is_empty() || grant.llm || grant.progress || grant.kv || declares_tools {
             caps = caps.with_services(Arc::new(CallServices {
                 runtime,
                 config: self.services.clone(),
@@ -144,6 +148,13 @@ impl Execute {
                     .progress
                     .then(|| ProgressReporter::new(call.context.progress.clone())),
                 kv: grant.kv,
+                gateway: if grant.tools {
+                    Gateway::Granted(call.context.gateway.clone())
+                } else if declares_tools {
+                    Gateway::NotGranted
+                } else {
+                    Gateway::Undeclared
+                },
             }));
         }
         if let Some(seed) = call.context.seed {

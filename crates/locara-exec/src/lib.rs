@@ -11,7 +11,8 @@
 //! 7. [`CapOutput`]: (on the way back, before 6) long output is cut, with a marker.
 //! 8. [`Execute`]: the sandbox runs the module under the manifest's limits, with the host
 //!    services the call was granted ([`WEB_FETCH`], [`LLM_CHAT`], [`PROGRESS`], [`KV`]; see
-//!    [`ServicesConfig`]), and the call's [`CallContext`] (its user, random seed, progress sink).
+//!    [`ServicesConfig`]; and [`TOOLS`], the [`ToolGateway`] a host may serve), and the call's
+//!    [`CallContext`] (its user, random seed, progress sink, gateway).
 //!
 //! Every layer shares one error type, [`ExecError`], reserved for calls that could not run.
 //! A tool that ran and failed (a tool error, a trap, an exceeded limit, invalid output) is a
@@ -30,6 +31,7 @@ mod context;
 pub mod depth;
 mod error;
 mod execute;
+mod gateway;
 mod host_tool;
 mod pipeline;
 mod resolve;
@@ -63,6 +65,7 @@ pub use crate::{
     context::{CallContext, Progress, ProgressEvent, ProgressSink},
     error::{ExecError, SchemaViolation},
     execute::Execute,
+    gateway::{GatewayRequest, GatewayRequests, TOOLS, ToolGateway},
     host_tool::{HOST_ENGINE, HOST_TOOL_URL, HandlerError, HostTool, ToolHandler},
     pipeline::{Pipeline, pipeline},
     resolve::{Resolve, ResolveLayer, Resolver},

@@ -19,6 +19,9 @@
 //!   values, persisted by the [`KvStore`] the host supplies, one namespace per app. The tool
 //!   must list `kv` and the app must grant it. Keys are at most [`KV_MAX_KEY`] bytes, values
 //!   at most [`KV_MAX_VALUE`] bytes of JSON; the store bounds what an app may hold in all.
+//! - [`TOOLS`] searches, describes and calls tools through the host's
+//!   [`ToolGateway`](crate::ToolGateway) (see `gateway.rs`). Like progress it is optional for
+//!   the app: a tool that declares it runs without the grant, and its requests are refused.
 //!
 //! This module decides and speaks JSON; the bytes go over an [`HttpClient`] the host supplies
 //! (`locara-http` has one), so the pipeline itself opens no sockets.
@@ -30,6 +33,8 @@ use std::{fmt, sync::Arc, time::Duration};
 use locara_sandbox::{CancelToken, HostServices, ServiceCall, ServiceError};
 use serde_json::{Value, json};
 use url::Url;
+
+use crate::gateway::TOOLS;
 
 /// The service that fetches a URL.
 pub const WEB_FETCH: &str = "web.fetch";
@@ -322,6 +327,19 @@ pub(crate) struct CallServices {
     pub(crate) progress: Option<ProgressReporter>,
     /// Whether the tool may use [`KV`].
     pub(crate) kv: bool,
+    /// Whether, and through what, the tool may use [`TOOLS`].
+    pub(crate) gateway: Gateway,
+}
+
+/// What a call may do with [`TOOLS`].
+#[derive(Debug)]
+pub(crate) enum Gateway {
+    /// The tool did not declare `tools`.
+    Undeclared,
+    /// The tool declared `tools`, but the app did not grant it.
+    NotGranted,
+    /// The tool may call tools, through the host's gateway when it serves one.
+    Granted(Option<crate::ToolGateway>),
 }
 
 /// A call's progress tasks, and who hears of them.
@@ -382,8 +400,9 @@ impl HostServices for CallServices {
             match service {
                 WEB_FETCH => self.fetch(&request).await,
                 LLM_CHAT => self.chat(&request).await,
+                TOOLS => self.tools(request).await,
                 other => Err(ServiceError::Denied(format!(
-                    "there is no host service `{other}`; the services are `{WEB_FETCH}`, `{LLM_CHAT}`, `{PROGRESS}` and `{KV}`"
+                    "there is no host service `{other}`; the services are `{WEB_FETCH}`, `{LLM_CHAT}`, `{PROGRESS}`, `{KV}` and `{TOOLS}`"
                 ))),
             }
         };
@@ -561,6 +580,31 @@ impl CallServices {
                 "needs `op`: `get`, `set`, `delete` or `list`".to_owned()
             )),
         }
+    }
+
+    /// [`TOOLS`]: the request goes to the host's gateway, which answers it.
+    async fn tools(&self, request: Value) -> Result<Value, ServiceError> {
+        let gateway = match &self.gateway {
+            Gateway::Granted(Some(gateway)) => gateway,
+            Gateway::Granted(None) => {
+                return Err(ServiceError::Failed(
+                    "this host runs no tool gateway, so a tool cannot call tools here".to_owned(),
+                ));
+            }
+            Gateway::NotGranted => {
+                return Err(ServiceError::Denied(format!(
+                    "{} may not call tools: the app did not grant `{TOOLS}` (add it to `grants.services` in locara.json)",
+                    self.tool
+                )));
+            }
+            Gateway::Undeclared => {
+                return Err(ServiceError::Denied(format!(
+                    "{} does not list `{TOOLS}` in its capability_requirements",
+                    self.tool
+                )));
+            }
+        };
+        gateway.ask(request).await.map_err(ServiceError::Failed)
     }
 
     fn http(&self) -> Result<&Arc<dyn HttpClient>, ServiceError> {

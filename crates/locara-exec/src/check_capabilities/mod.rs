@@ -84,9 +84,10 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
         ));
     }
     for service in &manifest.capability_requirements {
-        // Reporting progress is optional: a tool that declares it runs without the grant, and
-        // its reports then go nowhere (the service refuses them, which the tool ignores).
-        if service == crate::services::PROGRESS {
+        // Reporting progress and calling tools are optional: a tool that declares them runs
+        // without the grant, and the service then refuses its requests (progress reports go
+        // nowhere; a program's tool call fails, saying the app did not grant `tools`).
+        if service == crate::services::PROGRESS || service == crate::gateway::TOOLS {
             continue;
         }
         if !grants.services.contains(service) {
@@ -138,6 +139,8 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
                 .iter()
                 .any(|s| s == crate::services::PROGRESS),
         kv: declares(crate::services::KV),
+        tools: declares(crate::gateway::TOOLS)
+            && grants.services.iter().any(|s| s == crate::gateway::TOOLS),
     })
 }
 
