@@ -34,6 +34,7 @@ mod chat;
 mod error;
 mod files;
 mod formats;
+mod gateway;
 mod kv;
 mod locara;
 #[cfg(feature = "memory")]
@@ -51,10 +52,11 @@ mod tests;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use crate::gateway::GatewayLimits;
 pub use locara_exec::{
     ApprovalDecision, ApprovalRequest, Approver, CallContext, Egress, HandlerError, HostTool,
     HttpClient, HttpRequest, HttpResponse, KV, LLM_CHAT, LlmEndpoint, PROGRESS, Progress,
-    ProgressEvent, ProgressSink, ServicesConfig, ToolHandler, WEB_FETCH,
+    ProgressEvent, ProgressSink, ServicesConfig, TOOLS, ToolHandler, WEB_FETCH,
 };
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
 #[cfg(feature = "memory")]
@@ -75,7 +77,7 @@ pub use crate::{
     receipt::{RECEIPT_FORMAT, digest as receipt_digest},
     types::{
         ApprovalReport, BatchRequest, BatchResponse, BatchResult, ChainRequest, ChainResponse,
-        ErrorReport, FileReport, LimitsReport, Receipt, ReceiptFile, RunRequest, RunResponse,
-        StatsReport, ToolDescription, ToolSummary, TruncationReport, ViolationReport,
+        ErrorReport, FileReport, InnerCallReport, LimitsReport, Receipt, ReceiptFile, RunRequest,
+        RunResponse, StatsReport, ToolDescription, ToolSummary, TruncationReport, ViolationReport,
     },
 };

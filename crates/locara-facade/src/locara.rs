@@ -1,5 +1,6 @@
 //! [`Locara`]: the entry point a host builds from a [`LocaraConfig`].
 
+use crate::GatewayLimits;
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
 use locara_exec::{
@@ -64,6 +65,9 @@ pub struct LocaraConfig {
     /// The user calls are made for when a request names none: what per-user tools (memory)
     /// are scoped by. By default nobody, and such tools refuse calls.
     pub user: Option<String>,
+    /// What the programs of one call may do through the tool gateway, when the app grants
+    /// `tools` (see `docs/code-mode.md`). By default [`GatewayLimits::default`].
+    pub gateway_limits: GatewayLimits,
     /// Whether the host offers the memory tools (`memory.save`, `memory.search`,
     /// `memory.update`, `memory.delete`) over `<home>/memory/notes.sqlite3`, and blends
     /// meaning into [`Locara::search_tools`] once their embedding model is installed. Off by
@@ -91,9 +95,16 @@ impl LocaraConfig {
             services: ServicesConfig::new()
                 .with_http(Arc::new(locara_http::HyperClient::default())),
             user: None,
+            gateway_limits: GatewayLimits::default(),
             #[cfg(feature = "memory")]
             memory: None,
         }
+    }
+
+    /// Bounds what the programs of one call may do through the tool gateway.
+    pub fn with_gateway_limits(mut self, limits: GatewayLimits) -> LocaraConfig {
+        self.gateway_limits = limits;
+        self
     }
 
     /// Offers the memory tools: a user's notes, saved and searched by meaning and wording,
@@ -316,6 +327,10 @@ pub struct Locara {
     pub(crate) services: ServicesConfig,
     /// The user of calls whose request names none.
     user: Option<String>,
+    /// Whether the app grants `tools`, so calls are served a gateway.
+    serves_gateway: bool,
+    /// What a call's programs may do through the gateway.
+    pub(crate) gateway_limits: crate::GatewayLimits,
     /// The memory tools' store and embedder, when the host offers them.
     #[cfg(feature = "memory")]
     memory: Option<LazyMemory>,
@@ -540,6 +555,7 @@ impl Locara {
         if let Some(approver) = &config.approver {
             exec = exec.with_approver(Arc::clone(approver));
         }
+        let serves_gateway = grants.services.iter().any(|s| s == locara_exec::TOOLS);
         Ok(Locara {
             pipeline: locara_exec::pipeline(&exec),
             grants: Arc::new(grants),
@@ -548,6 +564,8 @@ impl Locara {
             receipt_key: config.receipt_key.clone(),
             services: config.services.clone(),
             user: config.user.clone(),
+            serves_gateway,
+            gateway_limits: config.gateway_limits,
             #[cfg(feature = "memory")]
             memory,
             #[cfg(feature = "memory")]
@@ -731,39 +749,72 @@ impl Locara {
         request: RunRequest,
         progress: Option<ProgressSink>,
     ) -> Result<RunResponse, Error> {
-        let started = receipt::Clock::start();
-        let output_dir = match &request.output_dir {
-            Some(dir) => Some(files::granted_output_dir(dir, &self.grants)?),
-            None => None,
-        };
-        let receipt_key = match (request.receipt, &self.receipt_key) {
-            (false, _) => None,
-            (true, Some(key)) => Some(key),
-            (true, None) => {
-                return Err(Error::new(
-                    "receipt_unavailable",
-                    "a receipt was asked for, but this host has no receipt key",
-                    "call without `receipt`, or configure a receipt key (`locara run --receipt FILE` makes one in the home)",
-                ));
+        self.run_framed(request, progress, None).await
+    }
+
+    /// Runs one call, an outer one or (with `parent`) one a program made through the gateway
+    /// of its call `parent`. Boxed: a program's call may run a program.
+    pub(crate) fn run_framed<'a>(
+        &'a self,
+        request: RunRequest,
+        progress: Option<ProgressSink>,
+        parent: Option<&'a crate::gateway::Frame>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<RunResponse, Error>> + Send + 'a>> {
+        Box::pin(async move {
+            let started = receipt::Clock::start();
+            let output_dir = match &request.output_dir {
+                Some(dir) => Some(files::granted_output_dir(dir, &self.grants)?),
+                None => None,
+            };
+            let receipt_key = match (request.receipt, &self.receipt_key) {
+                (false, _) => None,
+                (true, Some(key)) => Some(key),
+                (true, None) => {
+                    return Err(Error::new(
+                        "receipt_unavailable",
+                        "a receipt was asked for, but this host has no receipt key",
+                        "call without `receipt`, or configure a receipt key (`locara run --receipt FILE` makes one in the home)",
+                    ));
+                }
+            };
+            let input_sha256 = receipt_key.map(|_| receipt::digest(&request.arguments));
+            let mut context = CallContext::new();
+            context.user = request.user.clone().or_else(|| self.user.clone());
+            context.seed = request.seed;
+            context.progress = progress;
+            // Only an app that grants `tools` pays for a gateway.
+            let gateway = self.serves_gateway.then(|| {
+                let frame = crate::gateway::Frame::new(
+                    parent,
+                    &request,
+                    context.user.clone(),
+                    context.progress.clone(),
+                );
+                let (gateway, requests) = locara_exec::ToolGateway::channel();
+                context.gateway = Some(gateway);
+                (frame, requests)
+            });
+            let mut call = ToolCall::new(request.tool, request.arguments).with_context(context);
+            call.workspace = request.workspace;
+            let run = self.pipeline.clone().oneshot(call);
+            let (mut result, calls) = match gateway {
+                Some((frame, requests)) => {
+                    let result = self.serve(run, requests, &frame).await?;
+                    (result, frame.take_calls())
+                }
+                None => (run.await?, Vec::new()),
+            };
+            let produced = std::mem::take(&mut result.files);
+            let provenance = result.provenance.clone();
+            let mut response = response(result);
+            response.calls = calls;
+            response.files = files::deliver(produced, output_dir.as_ref())?;
+            if let (Some(key), Some(input_sha256)) = (receipt_key, input_sha256) {
+                let body = receipt::build(&response, &provenance, input_sha256, &started);
+                response.receipt = Some(receipt::sign(&body, key)?);
             }
-        };
-        let input_sha256 = receipt_key.map(|_| receipt::digest(&request.arguments));
-        let mut context = CallContext::new();
-        context.user = request.user.or_else(|| self.user.clone());
-        context.seed = request.seed;
-        context.progress = progress;
-        let mut call = ToolCall::new(request.tool, request.arguments).with_context(context);
-        call.workspace = request.workspace;
-        let mut result = self.pipeline.clone().oneshot(call).await?;
-        let produced = std::mem::take(&mut result.files);
-        let provenance = result.provenance.clone();
-        let mut response = response(result);
-        response.files = files::deliver(produced, output_dir.as_ref())?;
-        if let (Some(key), Some(input_sha256)) = (receipt_key, input_sha256) {
-            let body = receipt::build(&response, &provenance, input_sha256, &started);
-            response.receipt = Some(receipt::sign(&body, key)?);
-        }
-        Ok(response)
+            Ok(response)
+        })
     }
 
     /// Runs a chain of calls in order, binding `{"$ref": "steps.N.output…"}` arguments to
@@ -925,6 +976,7 @@ fn response(result: ToolResult) -> RunResponse {
             reason: a.reason,
         }),
         receipt: None,
+        calls: Vec::new(),
         stats: StatsReport {
             engine: stats.engine.clone(),
             elapsed_ms: stats.elapsed.as_secs_f64() * 1000.0,

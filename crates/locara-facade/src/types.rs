@@ -118,6 +118,10 @@ pub struct RunResponse {
     /// The signed receipt, when the request asked for one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub receipt: Option<locara_registry::SignedReceipt>,
+    /// The tool calls the tool made through the gateway (a code-exec program calling tools),
+    /// in the order they ended; each one ran through the whole pipeline.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub calls: Vec<InnerCallReport>,
 }
 
 impl RunResponse {
@@ -261,6 +265,22 @@ pub struct FileReport {
     /// Its bytes in standard base64, when the request named no output directory.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub base64: Option<String>,
+}
+
+/// A tool call a tool made through the gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct InnerCallReport {
+    /// The tool called: `id@version` when it ran, as the program named it when it did not.
+    pub tool: String,
+    /// Whether it ran and succeeded.
+    pub ok: bool,
+    /// When it did not: the error's code (`limit_exceeded`, `capability_denied`, …).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+    /// Its signed receipt, when the outer call asked for one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub receipt: Option<locara_registry::SignedReceipt>,
 }
 
 /// An error, as an agent sees it: what failed, where, and what to do.

@@ -1,0 +1,290 @@
+//! The tool gateway: a running program (code-exec) searches, describes and calls tools, each
+//! inner call going through the whole pipeline with the app's grants.
+//!
+//! A call is served a gateway when the app grants `tools` (otherwise nothing here runs, and the
+//! call costs what it always did). Its future then answers the program's requests while it runs
+//! (`serve`): each inner call is a future of the outer one, so it ends when the outer call does
+//! (its deadline, a cancel, a dropped future), which cancels it in the sandbox. What a program
+//! may do is bounded per outer call, across every level of nesting ([`GatewayLimits`]): how many
+//! tool calls, how deep (a program calling a program), and how many bytes of answers.
+
+use std::{
+    future::Future,
+    path::PathBuf,
+    pin::Pin,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU32, AtomicU64, Ordering},
+    },
+};
+
+use futures_util::{StreamExt as _, stream::FuturesUnordered};
+use locara_exec::{GatewayRequest, GatewayRequests, ProgressSink, ToolResult};
+use serde_json::{Value, json};
+
+use crate::{Error, ErrorReport, InnerCallReport, Locara, RunRequest};
+
+/// What the programs of one outer call may do through the gateway, counted across every level
+/// of nesting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GatewayLimits {
+    /// The most tool calls, in all (default 32).
+    pub max_calls: u32,
+    /// The deepest nesting: the outer call is depth 0, a tool it calls depth 1, a tool that one
+    /// calls depth 2 (default 2: a program may call a program, which may call tools).
+    pub max_depth: u32,
+    /// The most bytes of answers (compact JSON, files included as base64), in all (default
+    /// 64 MiB).
+    pub output_bytes: u64,
+}
+
+impl Default for GatewayLimits {
+    fn default() -> GatewayLimits {
+        GatewayLimits {
+            max_calls: 32,
+            max_depth: 2,
+            output_bytes: 64 << 20,
+        }
+    }
+}
+
+impl GatewayLimits {
+    /// The default limits.
+    pub fn new() -> GatewayLimits {
+        GatewayLimits::default()
+    }
+
+    /// Sets the most tool calls.
+    pub fn with_max_calls(mut self, calls: u32) -> GatewayLimits {
+        self.max_calls = calls;
+        self
+    }
+
+    /// Sets the deepest nesting.
+    pub fn with_max_depth(mut self, depth: u32) -> GatewayLimits {
+        self.max_depth = depth;
+        self
+    }
+
+    /// Sets the most bytes of answers.
+    pub fn with_output_bytes(mut self, bytes: u64) -> GatewayLimits {
+        self.output_bytes = bytes;
+        self
+    }
+}
+
+/// What the outer call's programs have used, shared by every level.
+#[derive(Debug, Default)]
+struct Used {
+    calls: AtomicU32,
+    output_bytes: AtomicU64,
+}
+
+/// One call's place in a tree of gateway calls, and what its inner calls inherit.
+#[derive(Clone)]
+pub(crate) struct Frame {
+    depth: u32,
+    used: Arc<Used>,
+    workspace: Option<PathBuf>,
+    user: Option<String>,
+    seed: Option<u64>,
+    receipt: bool,
+    progress: Option<ProgressSink>,
+    /// The inner calls this call made, in the order they ended.
+    calls: Arc<Mutex<Vec<InnerCallReport>>>,
+}
+
+impl Frame {
+    /// The frame of an outer call (depth 0), or of an inner call of `parent`.
+    pub(crate) fn new(
+        parent: Option<&Frame>,
+        request: &RunRequest,
+        user: Option<String>,
+        progress: Option<ProgressSink>,
+    ) -> Frame {
+        Frame {
+            depth: parent.map_or(0, |p| p.depth + 1),
+            used: parent.map_or_else(Arc::default, |p| Arc::clone(&p.used)),
+            workspace: request.workspace.clone(),
+            user,
+            seed: request.seed,
+            receipt: request.receipt,
+            progress,
+            calls: Arc::default(),
+        }
+    }
+
+    /// The inner calls made so far.
+    pub(crate) fn take_calls(&self) -> Vec<InnerCallReport> {
+        std::mem::take(&mut self.calls.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+type Answer<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+impl Locara {
+    /// Drives `run` (the pipeline's future of the call `frame` belongs to) to its end, answering
+    /// its program's gateway requests meanwhile. Inner calls still running when it ends are
+    /// dropped, which cancels them.
+    pub(crate) async fn serve(
+        &self,
+        run: impl Future<Output = Result<ToolResult, locara_exec::ExecError>> + Send,
+        mut requests: GatewayRequests,
+        frame: &Frame,
+    ) -> Result<ToolResult, locara_exec::ExecError> {
+        let mut run = std::pin::pin!(run);
+        let mut answering: FuturesUnordered<Answer<'_>> = FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut run => return result,
+                Some(request) = requests.recv() => answering.push(Box::pin(self.answer(request, frame))),
+                Some(()) = answering.next(), if !answering.is_empty() => {}
+            }
+        }
+    }
+
+    async fn answer(&self, request: GatewayRequest, frame: &Frame) {
+        let GatewayRequest { request, reply, .. } = request;
+        let answer = self.gateway_answer(request, frame).await;
+        // The program may be gone (its deadline passed); nobody is left to tell.
+        let _ = reply.send(answer);
+    }
+
+    /// The answer to one request (`docs/code-mode.md` § The gateway's requests).
+    async fn gateway_answer(&self, request: Value, frame: &Frame) -> Result<Value, String> {
+        let op = request["op"].as_str().unwrap_or_default();
+        match op {
+            "list" => Ok(json!({"ok": true, "tools": self.list()})),
+            "search" => {
+                let query = request["query"]
+                    .as_str()
+                    .ok_or("a `search` request needs a string `query`")?;
+                let limit = request["limit"].as_u64().unwrap_or(10).clamp(1, 50);
+                let limit = usize::try_from(limit).unwrap_or(10);
+                Ok(json!({"ok": true, "tools": self.search_tools(query, limit)}))
+            }
+            "describe" => {
+                let tool = request["tool"]
+                    .as_str()
+                    .ok_or("a `describe` request needs a string `tool`")?;
+                Ok(match self.describe(tool) {
+                    Ok(description) => json!({"ok": true, "description": description}),
+                    Err(error) => json!({"ok": false, "error": error.report()}),
+                })
+            }
+            "call" => {
+                let tool = request["tool"]
+                    .as_str()
+                    .ok_or("a `call` request needs a string `tool`")?;
+                let arguments = match request.get("arguments") {
+                    None | Some(Value::Null) => json!({}),
+                    Some(arguments) => arguments.clone(),
+                };
+                Ok(self.inner_call(tool, arguments, frame).await)
+            }
+            _ => Err(format!(
+                "unknown `tools` request {:?}: the ops are `list`, `search`, `describe` and `call`",
+                request.get("op").unwrap_or(&Value::Null)
+            )),
+        }
+    }
+
+    /// One inner call, within the outer call's limits; the answer the program gets.
+    async fn inner_call(&self, tool: &str, arguments: Value, frame: &Frame) -> Value {
+        let limits = &self.gateway_limits;
+        let refused = |limit: &str, message: String, hint: &str| {
+            let mut report = Error::new("limit_exceeded", message, hint).report().clone();
+            report.limit = Some(limit.to_owned());
+            report
+        };
+        let report = |tool: &str, ok: bool, error: Option<&ErrorReport>| {
+            frame
+                .calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(InnerCallReport {
+                    tool: tool.to_owned(),
+                    ok,
+                    error: error.map(|e| e.code.clone()),
+                    receipt: None,
+                });
+        };
+        let answer_error =
+            |report: ErrorReport| json!({"ok": false, "tool": tool, "error": report});
+        if frame.depth + 1 > limits.max_depth {
+            let error = refused(
+                "depth",
+                format!(
+                    "{tool} was called at nesting depth {}, deeper than the {} this host allows",
+                    frame.depth + 1,
+                    limits.max_depth
+                ),
+                "call the tool from the outer program instead of from a program it runs",
+            );
+            report(tool, false, Some(&error));
+            return answer_error(error);
+        }
+        let made = frame.used.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        if made > limits.max_calls {
+            let error = refused(
+                "tool_calls",
+                format!(
+                    "{tool} would be tool call {made}; a call's programs may make {} in all",
+                    limits.max_calls
+                ),
+                "make fewer calls: batch the work into one call of each tool where its arguments allow",
+            );
+            report(tool, false, Some(&error));
+            return answer_error(error);
+        }
+        let mut request = RunRequest::new(tool, arguments);
+        request.workspace = frame.workspace.clone();
+        request.user = frame.user.clone();
+        request.seed = frame.seed;
+        request.receipt = frame.receipt;
+        let answer = match self
+            .run_framed(request, frame.progress.clone(), Some(frame))
+            .await
+        {
+            Ok(response) => {
+                let error = response.error.clone();
+                frame
+                    .calls
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(InnerCallReport {
+                        tool: response.tool.clone(),
+                        ok: response.ok,
+                        error: error.map(|e| e.code),
+                        receipt: response.receipt.clone(),
+                    });
+                serde_json::to_value(&response).unwrap_or_else(|e| {
+                    answer_error(
+                        Error::new("internal", format!("cannot encode the answer: {e}"), "")
+                            .report()
+                            .clone(),
+                    )
+                })
+            }
+            Err(error) => {
+                report(tool, false, Some(error.report()));
+                return answer_error(error.report().clone());
+            }
+        };
+        let size = answer.to_string().len() as u64;
+        let used = frame.used.output_bytes.fetch_add(size, Ordering::Relaxed) + size;
+        if used > limits.output_bytes {
+            return answer_error(refused(
+                "gateway_output_bytes",
+                format!(
+                    "{tool}'s answer ({size} bytes) takes the answers of this call's tool calls to {used} bytes, above the {} allowed",
+                    limits.output_bytes
+                ),
+                "ask the tools for less (a smaller range, fewer pages, a lower limit)",
+            ));
+        }
+        answer
+    }
+}
