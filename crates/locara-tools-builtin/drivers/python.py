@@ -223,24 +223,225 @@ def _capture_descriptors(stdout, stderr):
     builtins.open = io.open = open
 
 
-def _host(service, request):
-    """Asks host service `service`; its answer, or None when the call may not use it."""
+def _ask(service, request):
+    """Asks host service `service`: the host's answer line as a dict (`ok`, `denied`, `failed`
+    or `invalid`), or None when the call may use no host service."""
     global _host_channel
     try:
         if _host_channel is None:
             _host_channel = _open(_HOST_PATH, "r+b", buffering=0)
-        view = memoryview((json.dumps({"service": service, "request": request}) + "\n").encode())
+        text = json.dumps({"service": service, "request": request}, default=_json_default)
+        view = memoryview((text + "\n").encode())
         while view:
             view = view[_host_channel.write(view):]
-        line = b""
-        while not line.endswith(b"\n"):
-            chunk = _host_channel.read(65536)
+        chunks = []
+        while True:
+            chunk = _host_channel.read(1 << 20)
             if not chunk:
                 return None
-            line += chunk
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
     except OSError:
         return None
-    return json.loads(line).get("ok")
+    return json.loads(b"".join(chunks))
+
+
+def _host(service, request):
+    """Asks host service `service`; its answer, or None when the call may not use it."""
+    answer = _ask(service, request)
+    return answer.get("ok") if isinstance(answer, dict) else None
+
+
+def _json_default(value):
+    """A file argument's bytes, as the host takes them by value: `{"base64": …}`."""
+    import base64
+
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    elif isinstance(value, os.PathLike):
+        with _open(os.fspath(value), "rb") as file:
+            data = file.read()
+    else:
+        raise TypeError(
+            f"a tool argument cannot be a {type(value).__name__}: pass dicts, lists, strings, "
+            "numbers, booleans, None, or a file (a locara.File, a pathlib.Path, bytes)"
+        )
+    return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+class LocaraError(Exception):
+    """A tool call that failed or could not run. `code` (`invalid_input`, `capability_denied`,
+    `limit_exceeded`, `tool_error`, ...), `message`, `hint`, `violations` (each with `pointer`,
+    `constraint` and `message`), `limit` (for `limit_exceeded`), `tool`, and the whole `report`."""
+
+    def __init__(self, tool, report):
+        self.tool = tool
+        self.report = report
+        self.code = report.get("code", "failed")
+        self.message = report.get("message", "")
+        self.hint = report.get("hint", "")
+        self.violations = report.get("violations", [])
+        self.limit = report.get("limit")
+        text = f"{tool}: {self.code}: {self.message}"
+        super().__init__(text + (f" (hint: {self.hint})" if self.hint else ""))
+
+
+class File(os.PathLike):
+    """A file a tool call produced, saved under the working directory: `path`, `name`, `size`,
+    `sha256`. Open it like a path; pass it as another call's file argument."""
+
+    def __init__(self, path, name, size, sha256):
+        self.path, self.name, self.size, self.sha256 = path, name, size, sha256
+
+    def __fspath__(self):
+        return self.path
+
+    def read_bytes(self):
+        with _open(self.path, "rb") as file:
+            return file.read()
+
+    def __repr__(self):
+        return f"locara.File({self.path!r}, size={self.size})"
+
+
+class Result:
+    """What a tool call returned: `tool` (`id@version`), `output` (its JSON), `files` (a list of
+    `locara.File`), `stats`. `result["key"]` reads the output."""
+
+    def __init__(self, tool, output, files, stats):
+        self.tool, self.output, self.files, self.stats = tool, output, files, stats
+
+    def __getitem__(self, key):
+        return self.output[key]
+
+    def __repr__(self):
+        return f"locara.Result({self.tool!r}, output={self.output!r}, files={self.files!r})"
+
+
+_calls_made = 0
+
+
+def _tools_request(request):
+    """The gateway's answer to `request`; raises LocaraError when it refused or failed."""
+    answer = _ask("tools", request)
+    if answer is None:
+        answer = {"denied": "this program may use no host service, so it cannot call tools"}
+    if "ok" in answer:
+        return answer["ok"]
+    kind, message = next(iter(answer.items()))
+    code = "capability_denied" if kind == "denied" else "failed"
+    hint = "the app must grant `tools` for a program to call tools" if kind == "denied" else ""
+    raise LocaraError(request.get("tool", "tools"), {"code": code, "message": message, "hint": hint})
+
+
+def _save_files(files):
+    """Writes the files of a call's answer under calls/<n>/ in the working directory."""
+    import base64
+
+    global _calls_made
+    _calls_made += 1
+    saved = []
+    for entry in files:
+        name = entry["name"].replace("/", "_")
+        if name in ("", ".", ".."):
+            name = "file"
+        folder = f"{_WORK}/calls/{_calls_made}"
+        os.makedirs(folder, exist_ok=True)
+        path = f"{folder}/{name}"
+        with _open(path, "wb") as file:
+            file.write(base64.b64decode(entry["base64"]))
+        saved.append(File(path, entry["name"], entry["size_bytes"], entry["sha256"]))
+    return saved
+
+
+def _call(tool, arguments=None, /, **kwargs):
+    """Calls tool `tool` (`id` or `id@version`) with `arguments` (a dict) and/or keyword
+    arguments, through the whole pipeline with the app's grants; returns a `locara.Result`.
+    Raises `locara.LocaraError` when the call fails or cannot run. Files pass by value: a
+    `locara.File`, a `pathlib.Path` or bytes, anywhere in the arguments."""
+    if not isinstance(tool, str):
+        raise TypeError(f"the tool must be named by a string, not {type(tool).__name__}")
+    merged = dict(arguments or {})
+    merged.update(kwargs)
+    answer = _tools_request({"op": "call", "tool": tool, "arguments": merged})
+    if not answer.get("ok"):
+        raise LocaraError(answer.get("tool", tool), answer.get("error") or {})
+    files = _save_files(answer.get("files", []))
+    return Result(answer["tool"], answer.get("output"), files, answer.get("stats"))
+
+
+def _python_name(tool_id):
+    return tool_id.replace(".", "_").replace("-", "_")
+
+
+def _tool_doc(description):
+    """A docstring from a tool's description and input schema."""
+    summary = description.get("summary", {})
+    schema = description.get("input_schema", {})
+    required = set(schema.get("required", []))
+    lines = [summary.get("description", ""), "", "Arguments:"]
+    for name, spec in schema.get("properties", {}).items():
+        kind = spec.get("type", "file" if spec.get("x-locara-blob") else "any")
+        need = "required" if name in required else "optional"
+        lines.append(f"    {name} ({kind}, {need}): {spec.get('description', '')}")
+    return "\n".join(lines)
+
+
+class _Tools:
+    """Every tool the program may call, as a function: `locara.tools.pdf_split(source=...)`
+    (dots and dashes become `_`), or `locara.tools["pdf.split"](...)`. `dir(locara.tools)`
+    lists them; `help(locara.tools.pdf_split)` shows the arguments."""
+
+    def __init__(self):
+        self._catalog = None
+
+    def _ids(self):
+        if self._catalog is None:
+            answer = _tools_request({"op": "list"})
+            self._catalog = {_python_name(t["id"]): t["id"] for t in answer["tools"]}
+        return self._catalog
+
+    def _function(self, tool_id):
+        description = _describe(tool_id)
+
+        def call(arguments=None, /, **kwargs):
+            return _call(tool_id, arguments, **kwargs)
+
+        call.__name__ = _python_name(tool_id)
+        call.__qualname__ = "tools." + call.__name__
+        call.__doc__ = _tool_doc(description)
+        return call
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        ids = self._ids()
+        if name not in ids:
+            raise AttributeError(f"no tool {name!r}; the tools are: {', '.join(sorted(ids))}")
+        function = self._function(ids[name])
+        setattr(self, name, function)
+        return function
+
+    def __getitem__(self, tool_id):
+        return self._function(tool_id)
+
+    def __dir__(self):
+        return sorted(self._ids())
+
+
+def _describe(tool):
+    """Everything needed to call `tool`: its summary, input and output schemas, limits."""
+    answer = _tools_request({"op": "describe", "tool": tool})
+    if not answer.get("ok"):
+        raise LocaraError(tool, answer.get("error") or {})
+    return answer["description"]
+
+
+def _search(query, limit=10):
+    """The tools whose name or description match `query`, best first (dicts with `id`, `tool`,
+    `description`, `safety_tier`, `score`)."""
+    return _tools_request({"op": "search", "query": str(query), "limit": limit})["tools"]
 
 
 class _ProgressTask:
@@ -290,6 +491,13 @@ def _locara_module():
         return _ProgressTask(title, total)
 
     module.progress = progress
+    module.call = _call
+    module.search = _search
+    module.describe = _describe
+    module.tools = _Tools()
+    module.File = File
+    module.Result = Result
+    module.LocaraError = LocaraError
     return module
 
 

@@ -389,15 +389,122 @@
   // `HOST_CHANNEL_PATH`); not there when the app granted the call no host service.
   const HOST_PATH = "/tmp/.locara-host";
   let hostChannel;
-  // Asks host service `service`; its answer, or undefined when the call may not use it.
-  function host(service, request) {
+  // Asks host service `service`: the host's answer line (`ok`, `denied`, `failed` or
+  // `invalid`), or undefined when the call may use no host service.
+  function ask(service, request) {
     if (hostChannel === undefined) hostChannel = realStd.open(HOST_PATH, "r+");
     if (!hostChannel) return undefined;
-    hostChannel.puts(JSON.stringify({ service, request }) + "\n");
+    hostChannel.puts(JSON.stringify({ service, request }, fileReplacer) + "\n");
     hostChannel.flush();
     const answer = hostChannel.getline();
-    return answer === null ? undefined : JSON.parse(answer).ok;
+    return answer === null ? undefined : JSON.parse(answer);
   }
+  // Asks host service `service`; its answer, or undefined when the call may not use it.
+  function host(service, request) {
+    const answer = ask(service, request);
+    return answer === undefined ? undefined : answer.ok;
+  }
+
+  // A tool call that failed or could not run: `code`, `hint`, `violations`, `limit`, `tool`,
+  // and the whole `report`.
+  class LocaraError extends Error {
+    constructor(tool, report) {
+      const hint = report.hint ? ` (hint: ${report.hint})` : "";
+      super(`${tool}: ${report.code}: ${report.message}${hint}`);
+      this.name = "LocaraError";
+      this.tool = tool;
+      this.report = report;
+      this.code = report.code;
+      this.hint = report.hint ?? "";
+      this.violations = report.violations ?? [];
+      this.limit = report.limit;
+    }
+  }
+
+  // A file a tool call produced, saved under the working directory; pass it as another call's
+  // file argument.
+  class LocaraFile {
+    constructor(path, name, size, sha256) {
+      Object.assign(this, { path, name, size, sha256 });
+    }
+    bytes() {
+      return realStd.loadFile(this.path, { binary: true });
+    }
+    toString() {
+      return this.path;
+    }
+  }
+
+  // Files pass by value: a LocaraFile, a Uint8Array or an ArrayBuffer becomes {base64}.
+  function fileReplacer(key, value) {
+    if (value instanceof LocaraFile) return { base64: toBase64(value.bytes()) };
+    if (value instanceof Uint8Array) return { base64: toBase64(value) };
+    if (value instanceof ArrayBuffer) return { base64: toBase64(new Uint8Array(value)) };
+    return value;
+  }
+
+  function toolsRequest(request) {
+    const answer = ask("tools", request) ?? { denied: "this program may use no host service, so it cannot call tools" };
+    if ("ok" in answer) return answer.ok;
+    const [kind, message] = Object.entries(answer)[0];
+    const denied = kind === "denied";
+    throw new LocaraError(request.tool ?? "tools", {
+      code: denied ? "capability_denied" : "failed",
+      message,
+      hint: denied ? "the app must grant `tools` for a program to call tools" : "",
+    });
+  }
+
+  let callsMade = 0;
+  function saveFiles(files) {
+    callsMade += 1;
+    const folder = `${WORK}/calls/${callsMade}`;
+    return files.map((entry) => {
+      let name = entry.name.replaceAll("/", "_");
+      if (name === "" || name === "." || name === "..") name = "file";
+      makeDirs(folder);
+      const path = `${folder}/${name}`;
+      const bytes = fromBase64(entry.base64);
+      const file = realStd.open(path, "wb");
+      if (!file) throw new Error(`cannot save ${path}`);
+      file.write(bytes.buffer, 0, bytes.length);
+      file.close();
+      return new LocaraFile(path, entry.name, entry.size_bytes, entry.sha256);
+    });
+  }
+
+  // Calls `tool` with `args` through the whole pipeline, with the app's grants; resolves to
+  // {tool, output, files, stats}, or rejects with a LocaraError.
+  async function call(tool, args = {}) {
+    if (typeof tool !== "string") throw new TypeError("the tool must be named by a string");
+    const answer = toolsRequest({ op: "call", tool, arguments: args });
+    if (!answer.ok) throw new LocaraError(answer.tool ?? tool, answer.error ?? {});
+    return { tool: answer.tool, output: answer.output, files: saveFiles(answer.files ?? []), stats: answer.stats };
+  }
+
+  function describeTool(tool) {
+    const answer = toolsRequest({ op: "describe", tool });
+    if (!answer.ok) throw new LocaraError(tool, answer.error ?? {});
+    return answer.description;
+  }
+
+  // `locara.tools.pdfSplit({...})`: every tool as a function, named in camelCase.
+  const jsName = (id) => id.replace(/[.-]+(.)/g, (_, c) => c.toUpperCase());
+  let catalog;
+  const tools = new Proxy({}, {
+    get(_, name) {
+      if (typeof name !== "string") return undefined;
+      catalog ??= Object.fromEntries(toolsRequest({ op: "list" }).tools.map((t) => [jsName(t.id), t.id]));
+      const id = catalog[name] ?? (Object.values(catalog).includes(name) ? name : undefined);
+      if (id === undefined) throw new TypeError(`no tool ${name}; the tools are: ${Object.keys(catalog).sort().join(", ")}`);
+      return (args = {}) => call(id, args);
+    },
+    ownKeys() {
+      catalog ??= Object.fromEntries(toolsRequest({ op: "list" }).tools.map((t) => [jsName(t.id), t.id]));
+      return Object.keys(catalog);
+    },
+    getOwnPropertyDescriptor: () => ({ enumerable: true, configurable: true }),
+  });
 
   class ProgressTask {
     constructor(title, total) {
@@ -449,7 +556,17 @@
     // What the host offers a program: `locara.progress(title, total)` starts a task the host
     // shows while the program runs (`task.step(message)`, `task.done(summary)`); without the
     // app's `progress` grant the calls do nothing.
-    globalThis.locara = Object.freeze({ progress: (title, total) => new ProgressTask(title, total) });
+    // `await locara.call(tool, args)` and `await locara.tools.pdfSplit(args)` call tools
+    // (`docs/code-mode.md`); `locara.search(query, limit)` and `locara.describe(tool)` find them.
+    globalThis.locara = Object.freeze({
+      progress: (title, total) => new ProgressTask(title, total),
+      call,
+      tools,
+      search: async (query, limit = 10) => toolsRequest({ op: "search", query: String(query), limit }).tools,
+      describe: async (tool) => describeTool(tool),
+      LocaraError,
+      File: LocaraFile,
+    });
   }
 
   async function main() {

@@ -209,6 +209,8 @@ struct Session {
     outcome: Option<Outcome>,
     /// The program's progress tasks (`locara.progress`), by handle; `None` once done.
     tasks: Vec<Option<progress::Task>>,
+    /// How many tool calls (`locara.call`) the program made: their files go to `calls/<n>/`.
+    calls_made: u32,
 }
 
 impl Session {
@@ -220,6 +222,7 @@ impl Session {
             dirs,
             outcome: None,
             tasks: Vec::new(),
+            calls_made: 0,
         }
     }
 
@@ -614,6 +617,13 @@ fn run_lua(args: &Args, dirs: &Dirs, session: &Rc<RefCell<Session>>) -> Result<O
         })
         .map_err(|e| internal(&e.to_string()))?;
 
+    let s = Rc::clone(session);
+    state
+        .register_function("__code_exec_tools", move |l| {
+            tools_call(l, &mut s.borrow_mut().calls_made)
+        })
+        .map_err(|e| internal(&e.to_string()))?;
+
     let stdin_path = dirs.stdin().to_string_lossy().into_owned();
     let tmp_root = dirs.root.to_string_lossy().into_owned();
     let ran = lua.load(DRIVER).set_name(DRIVER_NAME).call::<_, ()>((
@@ -681,6 +691,153 @@ fn progress_call(
     Ok(0)
 }
 
+/// `__code_exec_tools(request)`, behind the driver's `locara.call`, `locara.search` and
+/// `locara.describe`: sends the JSON `request` to the host's `tools` gateway and returns its
+/// answer as the text of a Lua table constructor, or `nil, code, message` when the gateway
+/// refused (`capability_denied`) or failed (`failed`). Files go by value: an object
+/// `{"__locara_file": path}` in the request becomes `{"base64": …}` of that file, and the files
+/// of a call's answer are saved under `calls/<n>/` and returned with their `path` instead.
+fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> {
+    let request = l
+        .get_arg(1)
+        .and_then(|v| v.as_bytes().map(<[u8]>::to_vec))
+        .unwrap_or_default();
+    let answer = serde_json::from_slice::<Value>(&request)
+        .map_err(|e| ToolError::failed(format!("a tool request is not JSON (is it UTF-8?): {e}")))
+        .and_then(|mut request| {
+            inline_files(&mut request)?;
+            let answer = locara_pdk::host::call("tools", &request)?;
+            save_files(answer, calls_made)
+        });
+    match answer {
+        Ok(answer) => {
+            let mut text = String::new();
+            lua_literal(&answer, &mut text);
+            let text = l.create_string(&text)?;
+            l.push_value(text)?;
+            Ok(1)
+        }
+        Err(error) => {
+            let code = match error.kind() {
+                abi::ErrorKind::BadArgs => "capability_denied",
+                _ => "failed",
+            };
+            l.push_value(LuaValue::nil())?;
+            let code = l.create_string(code)?;
+            l.push_value(code)?;
+            let message = l.create_string(error.message())?;
+            l.push_value(message)?;
+            Ok(3)
+        }
+    }
+}
+
+/// Replaces every `{"__locara_file": path}` in `value` with `{"base64": …}` of the file.
+fn inline_files(value: &mut Value) -> Result<(), ToolError> {
+    use base64::Engine as _;
+    match value {
+        Value::Object(map) => {
+            if let (1, Some(Value::String(path))) = (map.len(), map.get("__locara_file")) {
+                let bytes = std::fs::read(path)
+                    .map_err(|e| ToolError::failed(format!("cannot read the file {path}: {e}")))?;
+                *value = serde_json::json!({
+                    "base64": base64::engine::general_purpose::STANDARD.encode(bytes)
+                });
+                return Ok(());
+            }
+            map.values_mut().try_for_each(inline_files)
+        }
+        Value::Array(items) => items.iter_mut().try_for_each(inline_files),
+        _ => Ok(()),
+    }
+}
+
+/// Saves the files of a call's answer under `calls/<n>/` of the working directory, each
+/// entry's `base64` replaced with the `path` it was saved at.
+fn save_files(mut answer: Value, calls_made: &mut u32) -> Result<Value, ToolError> {
+    use base64::Engine as _;
+    let Some(files) = answer.get_mut("files").and_then(Value::as_array_mut) else {
+        return Ok(answer);
+    };
+    *calls_made += 1;
+    let folder = PathBuf::from(format!("calls/{calls_made}"));
+    for file in files {
+        let name = file["name"].as_str().unwrap_or("file").replace('/', "_");
+        let name = if matches!(name.as_str(), "" | "." | "..") {
+            "file".to_owned()
+        } else {
+            name
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(file["base64"].as_str().unwrap_or_default())
+            .map_err(|e| ToolError::failed(format!("a file of the answer is not base64: {e}")))?;
+        let path = folder.join(&name);
+        std::fs::create_dir_all(&folder)
+            .and_then(|()| std::fs::write(&path, bytes))
+            .map_err(|e| ToolError::failed(format!("cannot save {}: {e}", path.display())))?;
+        if let Some(entry) = file.as_object_mut() {
+            entry.remove("base64");
+            entry.insert("path".to_owned(), Value::String(path.display().to_string()));
+        }
+    }
+    Ok(answer)
+}
+
+/// Writes `value` as a Lua table constructor (`null` is `nil`: in a table, no entry).
+fn lua_literal(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("nil"),
+        Value::Bool(b) => {
+            let _ = write!(out, "{b}");
+        }
+        Value::Number(n) => {
+            let _ = match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) => write!(out, "{i}"),
+                (None, Some(f)) => write!(out, "{f:?}"),
+                (None, None) => write!(out, "nil"),
+            };
+        }
+        Value::String(s) => lua_string(s, out),
+        Value::Array(items) => {
+            out.push('{');
+            for item in items {
+                lua_literal(item, out);
+                out.push(',');
+            }
+            out.push('}');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (key, item) in map {
+                out.push('[');
+                lua_string(key, out);
+                out.push_str("]=");
+                lua_literal(item, out);
+                out.push(',');
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Writes `text` as a Lua string literal, every byte outside printable ASCII escaped.
+fn lua_string(text: &str, out: &mut String) {
+    out.push('"');
+    for b in text.bytes() {
+        match b {
+            b'"' | b'\\' => {
+                out.push('\\');
+                out.push(char::from(b));
+            }
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => {
+                let _ = write!(out, "\\{b:03}");
+            }
+        }
+    }
+    out.push('"');
+}
+
 /// Calls `write` with the bytes of every argument, which must all be strings.
 fn for_each_string_arg(
     l: &mut LuaState,
@@ -746,12 +903,128 @@ local task_methods = {}
 task_methods.__index = task_methods
 function task_methods:step(message) progress_call("step", self.handle, message) end
 function task_methods:done(summary) progress_call("done", self.handle, summary) end
+
+-- Tool calls (docs/code-mode.md): requests go out as JSON, answers come back as the text of a
+-- Lua table constructor.
+local tools_call = __code_exec_tools
+local file_mt = {__tostring = function(f) return f.path end}
+local error_mt = {__tostring = function(e)
+  local hint = (e.hint ~= "" and e.hint) and (" (hint: " .. e.hint .. ")") or ""
+  return tostring(e.tool) .. ": " .. tostring(e.code) .. ": " .. tostring(e.message) .. hint
+end}
+local function locara_error(tool, report)
+  return setmetatable({
+    tool = tool, code = report.code or "failed", message = report.message or "",
+    hint = report.hint or "", violations = report.violations or {}, limit = report.limit,
+    report = report,
+  }, error_mt)
+end
+local function json_string(s)
+  return '"' .. (s:gsub('[%c"\\]', function(c)
+    if c == '"' then return '\\"' elseif c == "\\" then return "\\\\" end
+    return string.format("\\u%04x", c:byte())
+  end)) .. '"'
+end
+local function json(v, out)
+  local t = type(v)
+  if v == nil then
+    out[#out + 1] = "null"
+  elseif t == "boolean" then
+    out[#out + 1] = tostring(v)
+  elseif t == "number" then
+    if math.type(v) == "integer" then
+      out[#out + 1] = string.format("%d", v)
+    elseif v ~= v or v == math.huge or v == -math.huge then
+      error("a tool argument cannot be NaN or infinite", 0)
+    else
+      out[#out + 1] = string.format("%.17g", v)
+    end
+  elseif t == "string" then
+    out[#out + 1] = json_string(v)
+  elseif t == "table" and getmetatable(v) == file_mt then
+    out[#out + 1] = '{"__locara_file":' .. json_string(v.path) .. "}"
+  elseif t == "table" then
+    local n, count = #v, 0
+    for _ in pairs(v) do count = count + 1 end
+    if n > 0 and count == n then
+      out[#out + 1] = "["
+      for i = 1, n do
+        if i > 1 then out[#out + 1] = "," end
+        json(v[i], out)
+      end
+      out[#out + 1] = "]"
+    else
+      out[#out + 1] = "{"
+      local first = true
+      for k, x in pairs(v) do
+        if type(k) ~= "string" then
+          error("a table passed to a tool has keys that are neither all strings (an object) nor 1..n (an array)", 0)
+        end
+        if not first then out[#out + 1] = "," end
+        first = false
+        out[#out + 1] = json_string(k)
+        out[#out + 1] = ":"
+        json(x, out)
+      end
+      out[#out + 1] = "}"
+    end
+  else
+    error("a tool argument cannot be a " .. t, 0)
+  end
+end
+local function ask(request)
+  local out = {}
+  json(request, out)
+  local text, code, message = tools_call(table.concat(out))
+  if not text then
+    local hint = code == "capability_denied" and "the app must grant `tools` for a program to call tools" or ""
+    error(locara_error(request.tool or "tools", {code = code, message = message, hint = hint}), 3)
+  end
+  return load("return " .. text, "=(tools answer)", "t", {})()
+end
+local function call(tool, args)
+  if type(tool) ~= "string" then error("the tool must be named by a string", 2) end
+  local answer = ask({op = "call", tool = tool, arguments = args or {}})
+  if not answer.ok then error(locara_error(answer.tool or tool, answer.error or {}), 2) end
+  local files = answer.files or {}
+  for _, f in ipairs(files) do setmetatable(f, file_mt) end
+  return {tool = answer.tool, output = answer.output, files = files, stats = answer.stats}
+end
+local catalog
+local tools = setmetatable({}, {__index = function(_, name)
+  if not catalog then
+    catalog = {}
+    for _, t in ipairs(ask({op = "list"}).tools) do catalog[(t.id:gsub("[.-]", "_"))] = t.id end
+  end
+  local id = catalog[name]
+  if not id then
+    for _, known in pairs(catalog) do if known == name then id = known end end
+  end
+  if not id then error("no tool " .. tostring(name), 2) end
+  return function(args) return call(id, args) end
+end})
+
 locara = {
   progress = function(title, total)
     return setmetatable({handle = progress_call("start", tostring(title), total)}, task_methods)
   end,
+  -- `locara.call(tool, args)`: calls a tool; returns {tool, output, files, stats}, or raises
+  -- an error object with code, message, hint, violations, limit.
+  call = call,
+  tools = tools,
+  search = function(query, limit)
+    return ask({op = "search", query = tostring(query), limit = limit or 10}).tools
+  end,
+  describe = function(tool)
+    local answer = ask({op = "describe", tool = tool})
+    if not answer.ok then error(locara_error(tool, answer.error or {}), 2) end
+    return answer.description
+  end,
+  -- `locara.file(path)`: a file of the working directory, to pass as a file argument.
+  file = function(path) return setmetatable({path = path}, file_mt) end,
 }
 __code_exec_out, __code_exec_err, __code_exec_report, __code_exec_exit, __code_exec_progress = nil, nil, nil, nil, nil
+__code_exec_tools = nil
 
 local type, select, tostring, error, load, xpcall, pcall, setmetatable =
       type, select, tostring, error, load, xpcall, pcall, setmetatable
