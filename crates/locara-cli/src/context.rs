@@ -288,11 +288,13 @@ impl Context {
                 if self.llm.is_some() {
                     grants = grants.with_service(locara_facade::LLM_CHAT);
                 }
-                // The home's own key-value store (namespace `locara`), and progress reports,
-                // which only reach the terminal.
+                // The home's own key-value store (namespace `locara`), progress reports,
+                // which only reach the terminal, and code mode: a program's tool calls are
+                // bounded by these same grants, so it can do nothing the user could not.
                 grants = grants
                     .with_service(locara_facade::KV)
-                    .with_service(locara_facade::PROGRESS);
+                    .with_service(locara_facade::PROGRESS)
+                    .with_service(locara_facade::TOOLS);
                 config = config.with_grants(grants);
             }
         }

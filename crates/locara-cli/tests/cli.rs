@@ -1573,3 +1573,30 @@ fn python_server(script: &str, args: &[&std::ffi::OsStr]) -> (std::process::Chil
     .unwrap();
     (child, port.trim().to_owned())
 }
+
+#[test]
+fn a_program_calls_tools_from_the_command_line() {
+    // Without an app manifest the CLI grants `tools`: a Lua program calls text.chunk, and
+    // `--json` lists the inner call in `calls`.
+    let cli = Cli::new();
+    let code = r#"local r = locara.call("text.chunk", {text = "One. Two. Three.", max_chars = 6})
+return #r.output.chunks"#;
+    let response = cli
+        .expect(
+            0,
+            &[
+                "--json",
+                "run",
+                "code-exec.lua",
+                "--arg",
+                &format!("code={code}"),
+            ],
+        )
+        .json();
+    assert_eq!(response["output"]["result"], "3", "{response}");
+    assert_eq!(
+        response["calls"][0]["tool"], "text.chunk@0.1.0",
+        "{response}"
+    );
+    assert_eq!(response["calls"][0]["ok"], true, "{response}");
+}
