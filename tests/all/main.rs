@@ -46,3 +46,5 @@ mod host_services;
 mod egress;
 // The LLM tool loop: a real model (llama.cpp on loopback) calling tools, in both API formats.
 mod chat;
+// Code mode: programs in Python, JS and Lua calling tools through the gateway.
+mod code_mode;

@@ -417,7 +417,7 @@ async fn kv_opens_again_after_a_failed_open() {
 /// The host channel answers only what the call was granted: a program with `progress` asks
 /// for the network and for the app's kv store and is denied both (code-exec.python declares
 /// neither), a line that is not a request is answered as such, and a program granted no
-/// service finds no channel at all.
+/// service is denied everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_host_channel_answers_only_what_was_granted() {
     let tool = "code-exec.python";
@@ -450,14 +450,39 @@ print(ask(b'{"service": "progress", "request": {"op": "start", "title": "t"}}\n'
     assert!(answers[3]["ok"]["task"].is_u64(), "{stdout}");
     assert_eq!(seen.len(), 1, "{seen:?}");
 
-    let closed =
-        "try:\n    open('/tmp/.locara-host', 'r+b')\nexcept OSError as e:\n    print(e.errno)";
+    // code-exec.python declares `tools`, so a program always finds the channel; granted
+    // nothing, it is denied everything.
     let ungranted = code_app(&home, tool, &[], BackendKind::Wasmtime);
-    let response = ungranted
-        .run(RunRequest::new(tool, json!({"code": closed})))
+    let (response, seen) = watched(&ungranted, RunRequest::new(tool, json!({"code": code}))).await;
+    assert!(response.ok, "{:?}", response.error);
+    let stdout = response.output.unwrap()["stdout"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let kinds: Vec<String> = stdout
+        .lines()
+        .map(|l| {
+            let answer: Value = serde_json::from_str(l).unwrap();
+            answer.as_object().unwrap().keys().next().unwrap().clone()
+        })
+        .collect();
+    assert_eq!(kinds, ["invalid", "denied", "denied", "denied"], "{stdout}");
+    assert!(seen.is_empty(), "{seen:?}");
+
+    // A tool that declares no host service finds no channel at all.
+    home.publish_probe_as("test.plain", "read_only");
+    let plain = Locara::new(&LocaraConfig::new(home.path())).unwrap();
+    let response = plain
+        .run(RunRequest::new(
+            "test.plain",
+            json!({"op": "read", "path": "/tmp/.locara-host"}),
+        ))
         .await
         .unwrap();
-    assert!(response.ok, "{:?}", response.error);
-    // ENOENT.
-    assert_eq!(response.output.unwrap()["stdout"], json!("44\n"));
+    let output = response.output.unwrap();
+    assert_eq!(output["ok"], false, "{output}");
+    assert!(
+        output["error"].as_str().unwrap().contains("No such file"),
+        "{output}"
+    );
 }

@@ -1,0 +1,421 @@
+//! Code mode: programs in code-exec.python, code-exec.js and code-exec.lua call tools through
+//! the gateway (`docs/code-mode.md`), every inner call going through the whole pipeline with the
+//! app's grants, on both engines; and every refusal the gateway makes.
+
+use std::{
+    path::Path,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use locara_facade::{
+    AppManifest, ApprovalDecision, ApprovalRequest, Approver, BackendKind, GatewayLimits, Locara,
+    LocaraConfig, RunRequest, RunResponse,
+};
+use locara_test_artifacts::{SHARED_COMPILED_CACHE, TestHome};
+use serde_json::{Value, json};
+
+use crate::{code_exec_support::home_with, media_support::libtasn1_pdf};
+
+/// How the app of a test is set up.
+struct App<'a> {
+    services: &'a [&'a str],
+    tier: &'a str,
+    /// A directory granted to the app, and whether read-write.
+    dir: Option<(&'a Path, bool)>,
+    limits: GatewayLimits,
+    approver: Option<Arc<dyn Approver>>,
+}
+
+impl Default for App<'_> {
+    fn default() -> Self {
+        App {
+            services: &["tools"],
+            tier: "side_effecting",
+            dir: None,
+            limits: GatewayLimits::default(),
+            approver: None,
+        }
+    }
+}
+
+/// A home with the three code-exec tools and every built-in tool.
+fn home() -> TestHome {
+    let home = home_with("code-exec.python");
+    home.publish_upstream_tool("code-exec.js");
+    home
+}
+
+/// A host over `home` for an app that may call every tool of the home, set up as `app` says.
+fn host(home: &TestHome, engine: BackendKind, app: &App<'_>) -> Locara {
+    let everything = Locara::new(&LocaraConfig::new(home.path())).unwrap();
+    let tools: Vec<String> = everything.list().into_iter().map(|t| t.tool).collect();
+    let fs: Vec<Value> = app
+        .dir
+        .iter()
+        .map(|(path, write)| json!({"path": path, "write": write}))
+        .collect();
+    let manifest = AppManifest::from_json(
+        &json!({
+            "schema_version": 1,
+            "name": "code-mode",
+            "tools": tools,
+            "grants": {"services": app.services, "max_safety_tier": app.tier, "fs": fs},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut config = LocaraConfig::new(home.path())
+        .with_app(manifest, home.path())
+        .with_engine(engine)
+        .with_compiled_cache(SHARED_COMPILED_CACHE)
+        .with_gateway_limits(app.limits);
+    if let Some(approver) = &app.approver {
+        config = config.with_approver(Arc::clone(approver));
+    }
+    Locara::new(&config).unwrap()
+}
+
+/// Runs `code` in `tool`; the response, which must be a success.
+async fn program(locara: &Locara, tool: &str, code: &str, extra: Value) -> RunResponse {
+    let mut arguments = json!({"code": code});
+    if let Value::Object(extra) = extra {
+        arguments.as_object_mut().unwrap().extend(extra);
+    }
+    program_request(locara, RunRequest::new(tool, arguments)).await
+}
+
+async fn program_request(locara: &Locara, request: RunRequest) -> RunResponse {
+    let tool = request.tool.clone();
+    let response = locara.run(request).await.unwrap();
+    assert!(
+        response.ok,
+        "{tool} on {}: {:?}\n{}",
+        locara.engine().name(),
+        response.error,
+        response.stderr
+    );
+    let exit = &response.output.as_ref().unwrap()["exit_code"];
+    assert_eq!(
+        exit,
+        0,
+        "{tool} on {}: {}",
+        locara.engine().name(),
+        response.output.as_ref().unwrap()["stderr"]
+    );
+    response
+}
+
+/// The JSON the program printed last.
+fn printed(response: &RunResponse) -> Value {
+    let stdout = response.output.as_ref().unwrap()["stdout"]
+        .as_str()
+        .unwrap();
+    let last = stdout.lines().last().unwrap_or_else(|| panic!("no output"));
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_program_splits_a_pdf_and_extracts_each_part() {
+    let home = home();
+    let pdf = std::fs::read(libtasn1_pdf()).unwrap();
+    let code = r#"
+import json, pathlib, locara
+parts = locara.tools.pdf_split(source=pathlib.Path("manual.pdf"), ranges=["1-2", "3"])
+texts = []
+for part in parts.files:
+    text = locara.call("pdf.extract-text", {"source": part})
+    texts.append([page["text"] for page in text["pages"]])
+print(json.dumps({"names": [f.name for f in parts.files], "sizes": [f.size for f in parts.files], "texts": texts}))
+"#;
+    use base64::Engine as _;
+    let files = json!({"files": [{
+        "path": "manual.pdf",
+        "encoding": "base64",
+        "content": base64::engine::general_purpose::STANDARD.encode(&pdf),
+    }]});
+    for engine in BackendKind::ALL {
+        let locara = host(&home, engine, &App::default());
+        // Each part's text must be what pdf.extract-text reads from the same pages of the whole
+        // PDF. Calling both tools first also compiles them, which would otherwise happen within
+        // the program's own wall time.
+        let source = json!({"base64": base64::engine::general_purpose::STANDARD.encode(&pdf)});
+        let whole = locara
+            .run(RunRequest::new(
+                "pdf.extract-text",
+                json!({"source": source, "pages": "1-3"}),
+            ))
+            .await
+            .unwrap();
+        let split = locara
+            .run(RunRequest::new(
+                "pdf.split",
+                json!({"source": source, "ranges": ["1"]}),
+            ))
+            .await
+            .unwrap();
+        assert!(split.ok, "{:?}", split.error);
+        let response = program(&locara, "code-exec.python", code, files.clone()).await;
+        let seen = printed(&response);
+        assert_eq!(seen["names"].as_array().unwrap().len(), 2, "{seen}");
+        let pages: Vec<&Value> = whole.output.as_ref().unwrap()["pages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| &p["text"])
+            .collect();
+        assert!(!pages[0].as_str().unwrap().trim().is_empty());
+        assert_eq!(seen["texts"][0], json!([pages[0], pages[1]]), "{engine:?}");
+        assert_eq!(seen["texts"][1], json!([pages[2]]), "{engine:?}");
+        // The host sees every inner call, each one ran.
+        let calls: Vec<(&str, bool)> = response
+            .calls
+            .iter()
+            .map(|c| (c.tool.as_str(), c.ok))
+            .collect();
+        assert_eq!(calls.len(), 3, "{calls:?}");
+        assert!(calls[0].0.starts_with("pdf.split@") && calls.iter().all(|c| c.1));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_js_program_searches_a_workspace_then_edits_a_file_unless_it_is_read_only() {
+    let home = home();
+    let code = r#"
+const found = await locara.tools.filesystemSearch({ query: "hello" });
+const path = found.output.matches[0].path;
+let outcome;
+try {
+  const edit = await locara.call("file.edit", { path, edits: [{ old: "hello", new: "goodbye" }] });
+  outcome = { path, replacements: edit.output.replacements };
+} catch (error) {
+  outcome = { path, code: error.code, isLocaraError: error instanceof locara.LocaraError, message: error.message };
+}
+print(JSON.stringify(outcome));
+"#;
+    for engine in BackendKind::ALL {
+        for write in [true, false] {
+            let workspace = tempfile::tempdir().unwrap();
+            std::fs::write(workspace.path().join("notes.txt"), "hello world\n").unwrap();
+            std::fs::write(workspace.path().join("other.txt"), "nothing here\n").unwrap();
+            let app = App {
+                dir: Some((workspace.path(), write)),
+                ..App::default()
+            };
+            let locara = host(&home, engine, &app);
+            let mut request = RunRequest::new("code-exec.js", json!({"code": code}));
+            request.workspace = Some(workspace.path().to_path_buf());
+            let seen = printed(&program_request(&locara, request).await);
+            assert_eq!(seen["path"], "notes.txt", "{seen}");
+            let text = std::fs::read_to_string(workspace.path().join("notes.txt")).unwrap();
+            if write {
+                assert_eq!(seen["replacements"], 1, "{engine:?}: {seen}");
+                assert_eq!(text, "goodbye world\n");
+            } else {
+                assert_eq!(seen["code"], "capability_denied", "{engine:?}: {seen}");
+                assert_eq!(seen["isLocaraError"], true);
+                assert!(
+                    seen["message"].as_str().unwrap().contains("read-only"),
+                    "{seen}"
+                );
+                assert_eq!(text, "hello world\n", "a refused edit changed nothing");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lua_program_calls_text_chunk() {
+    let home = TestHome::new();
+    let code = r#"
+local r = locara.call("text.chunk", {text = "One sentence. Another one. A third.", max_chars = 16})
+local again = locara.tools.text_chunk{text = "Short.", max_chars = 100}
+local ok, err = pcall(locara.call, "text.chunk", {text = 5})
+return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, err.code, err.violations[1].pointer
+"#;
+    for engine in BackendKind::ALL {
+        let locara = host(&home, engine, &App::default());
+        let response = program(&locara, "code-exec.lua", code, json!({})).await;
+        let result = response.output.as_ref().unwrap()["result"]
+            .as_str()
+            .unwrap();
+        let fields: Vec<&str> = result.split('\t').collect();
+        assert_eq!(fields[0], "3", "{engine:?}: {result}");
+        assert_eq!(fields[1].trim(), "One sentence.", "{result}");
+        assert_eq!(fields[2], "1", "{result}");
+        assert!(fields[3].starts_with("text.chunk@"), "{result}");
+        assert_eq!(fields[4], "invalid_input", "{result}");
+        assert_eq!(fields[5], "/text", "{result}");
+    }
+}
+
+/// A Python program that makes `calls` and prints, for each, the output's keys or the error.
+fn python_calls(calls: &str) -> String {
+    format!(
+        r#"
+import json, locara
+seen = []
+for tool, arguments in {calls}:
+    try:
+        seen.append({{"ok": sorted(locara.call(tool, arguments).output)}})
+    except locara.LocaraError as error:
+        seen.append({{"code": error.code, "limit": error.limit, "message": error.message}})
+print(json.dumps(seen))
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_refuses_what_the_app_did_not_grant() {
+    let home = home();
+    home.publish_probe_as("test.admin", "privileged");
+    let chunk = r#"[("text.chunk", {"text": "A. B.", "max_chars": 10})]"#;
+    for engine in BackendKind::ALL {
+        // Without `tools` in the app's grants, code-exec.python still runs, but cannot call.
+        let app = App {
+            services: &[],
+            ..App::default()
+        };
+        let seen = printed(
+            &program(
+                &host(&home, engine, &app),
+                "code-exec.python",
+                &python_calls(chunk),
+                json!({}),
+            )
+            .await,
+        );
+        assert_eq!(seen[0]["code"], "capability_denied", "{engine:?}: {seen}");
+        assert!(
+            seen[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("did not grant `tools`"),
+            "{seen}"
+        );
+
+        // An inner tool needing what the app lacks (the network, for web.fetch) is refused.
+        let seen = printed(
+            &program(
+                &host(&home, engine, &App::default()),
+                "code-exec.python",
+                &python_calls(r#"[("web.fetch", {"url": "http://127.0.0.1:9/"})]"#),
+                json!({}),
+            )
+            .await,
+        );
+        assert_eq!(seen[0]["code"], "capability_denied", "{engine:?}: {seen}");
+
+        // A privileged inner call is put to the approver, who says no.
+        let approver = Arc::new(Denier::default());
+        let app = App {
+            tier: "privileged",
+            approver: Some(approver.clone()),
+            ..App::default()
+        };
+        let seen = printed(
+            &program(
+                &host(&home, engine, &app),
+                "code-exec.python",
+                &python_calls(r#"[("test.admin", {"op": "echo"})]"#),
+                json!({}),
+            )
+            .await,
+        );
+        assert_eq!(seen[0]["code"], "approval_denied", "{engine:?}: {seen}");
+        assert_eq!(
+            approver.asked.lock().unwrap().as_slice(),
+            ["test.admin@0.1.0"]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inner_calls_count_against_the_outer_calls_limits() {
+    let home = home();
+    let chunk = r#"("text.chunk", {"text": "A. B.", "max_chars": 10})"#;
+    for engine in BackendKind::ALL {
+        // The fourth call of three allowed is refused, naming the limit.
+        let app = App {
+            limits: GatewayLimits::default().with_max_calls(3),
+            ..App::default()
+        };
+        let locara = host(&home, engine, &app);
+        let code = python_calls(&format!("[{chunk}] * 4"));
+        let response = program(&locara, "code-exec.python", &code, json!({})).await;
+        let seen = printed(&response);
+        for call in &seen.as_array().unwrap()[..3] {
+            assert_eq!(call["ok"], json!(["chunks", "count"]), "{engine:?}: {seen}");
+        }
+        assert_eq!(seen[3]["code"], "limit_exceeded", "{seen}");
+        assert_eq!(seen[3]["limit"], "tool_calls", "{seen}");
+        assert_eq!(response.calls.len(), 4);
+
+        // Python runs Lua, which calls text.chunk: depth 2, within the default, and refused
+        // at a limit of 1.
+        let lua = r#"local ok, r = pcall(locara.call, "text.chunk", {text = "A. B.", max_chars = 10})
+if ok then return #r.output.chunks end
+return r.code .. " " .. tostring(r.limit)"#;
+        let code = format!(
+            r#"
+import json, locara
+r = locara.call("code-exec.lua", {{"code": {lua:?}}})
+print(json.dumps(r.output["result"]))
+"#,
+            lua = lua
+        );
+        for (depth, expected) in [(2, "1"), (1, "limit_exceeded depth")] {
+            let app = App {
+                limits: GatewayLimits::default().with_max_depth(depth),
+                ..App::default()
+            };
+            let locara = host(&home, engine, &app);
+            // Compiled before the program runs, not within its wall time.
+            program(&locara, "code-exec.lua", "return 1", json!({})).await;
+            let seen = printed(&program(&locara, "code-exec.python", &code, json!({})).await);
+            assert_eq!(seen, expected, "{engine:?}, depth {depth}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outer_deadline_stops_a_program_waiting_on_an_inner_call() {
+    let home = home();
+    home.publish_probe_with("test.slow", "read_only", |m| {
+        m["limits"]["wall_time_ms"] = 120_000.into();
+    });
+    let code = r#"
+import locara
+locara.call("test.slow", {"op": "sleep", "ms": 100000})
+print("not reached")
+"#;
+    for engine in BackendKind::ALL {
+        let locara = host(&home, engine, &App::default());
+        let started = Instant::now();
+        let response = locara
+            .run(RunRequest::new("code-exec.python", json!({"code": code})))
+            .await
+            .unwrap();
+        let took = started.elapsed();
+        assert!(!response.ok, "{engine:?}");
+        let error = response.error.unwrap();
+        assert_eq!(error.code, "limit_exceeded", "{engine:?}: {error:?}");
+        assert_eq!(error.limit.as_deref(), Some("wall_time"), "{error:?}");
+        // code-exec.python's 15 s, not the inner call's 100 s.
+        assert!(took < Duration::from_secs(40), "{engine:?}: {took:?}");
+    }
+}
+
+/// Says no to every privileged call, remembering which.
+#[derive(Debug, Default)]
+struct Denier {
+    asked: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl Approver for Denier {
+    async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        self.asked.lock().unwrap().push(request.tool.to_string());
+        ApprovalDecision::deny("test host", "refused by the test")
+    }
+}
