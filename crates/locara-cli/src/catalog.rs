@@ -2,10 +2,10 @@
 
 use std::process::ExitCode;
 
-use locara_facade::{ToolDescription, ToolFormat, ToolSummary};
+use locara_facade::{ToolDescription, ToolSummary};
 use serde_json::Value;
 
-use crate::{context::Context, output};
+use crate::{cli::Export, context::Context, output};
 
 /// The longest description shown in a listing row.
 const DESCRIPTION_WIDTH: usize = 100;
@@ -57,9 +57,23 @@ pub(crate) fn describe(ctx: &Context, tool: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `locara tools export`: the tool definitions, JSON with or without `--json`.
-pub(crate) fn export(ctx: &Context, format: ToolFormat) -> anyhow::Result<ExitCode> {
+/// `locara tools export`: the tool definitions, JSON with or without `--json`; or the code-mode
+/// API as source text.
+pub(crate) fn export(ctx: &Context, export: Export) -> anyhow::Result<ExitCode> {
     let locara = ctx.locara(None, false)?;
+    let format = match export {
+        Export::Definitions(format) => format,
+        Export::Api(language) => {
+            use std::io::Write as _;
+            let text = locara.export_api(language);
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(text.as_bytes()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other?,
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let tools = locara.export_tools(format)?;
     output::json(&tools)?;
     if tools.is_empty() {

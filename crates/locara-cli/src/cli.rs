@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use locara_facade::{BackendKind, ToolFormat};
+use locara_facade::{ApiLanguage, BackendKind, ToolFormat};
 
 /// The long help's closing section: what each exit code means.
 const EXIT_CODES: &str = "\
@@ -152,6 +152,12 @@ approval, as with `locara run`: --yes approves every call; --policy FILE decides
 terminal is asked: over stdio there is none (stdin is the MCP stream), so the call is refused;
 with --http started from an interactive terminal, the call waits for a y/N there. A refused
 call is a tool result with isError set, code approval_denied, naming --yes and --policy.
+
+With --code-mode the server lists two tools instead: search_tools (the catalog, each tool with
+its name in a program and its input schema) and run_program (a Python or JavaScript program run
+by code-exec.python or code-exec.js, which calls tools with locara.tools.NAME(...) through the
+same pipeline; docs/code-mode.md). Without an app manifest programs may call tools; with one,
+the app must grant the `tools` service.
 
 Without an app manifest every safety tier is admitted, and no directory is granted unless --dir
 is given. With one, only the app's tools are listed and its grants decide: a call of a tool
@@ -332,6 +338,42 @@ impl Format {
     }
 }
 
+/// The `--format` values of `tools export`: an LLM API's tool definitions, or the typed API a
+/// code-mode program is written against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// OpenAI Chat Completions tool definitions (JSON).
+    Openai,
+    /// Anthropic Messages tool definitions (JSON).
+    Anthropic,
+    /// TypeScript declarations of the `locara` global a code-exec.js program calls tools
+    /// through (`locara.tools.pdfSplit({...})`), typed from the tools' schemas.
+    Typescript,
+    /// A Python stub of the `locara` module a code-exec.python program calls tools through
+    /// (`locara.tools.pdf_split(...)`), typed from the tools' schemas.
+    Python,
+}
+
+/// What `locara tools export` prints.
+pub(crate) enum Export {
+    /// Tool definitions for an LLM API, as JSON.
+    Definitions(ToolFormat),
+    /// The code-mode API, as source text.
+    Api(ApiLanguage),
+}
+
+impl ExportFormat {
+    /// What this format exports.
+    pub(crate) fn export(self) -> Export {
+        match self {
+            ExportFormat::Openai => Export::Definitions(ToolFormat::OpenAi),
+            ExportFormat::Anthropic => Export::Definitions(ToolFormat::Anthropic),
+            ExportFormat::Typescript => Export::Api(ApiLanguage::TypeScript),
+            ExportFormat::Python => Export::Api(ApiLanguage::Python),
+        }
+    }
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -499,12 +541,13 @@ pub(crate) enum TrustCommand {
 /// `locara tools`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
-    /// Print every callable tool as a JSON array of tool definitions for an LLM API; a tool's
-    /// name is its id with `.` replaced by `_` (`text.chunk` is `text_chunk`)
+    /// Print every callable tool as a JSON array of tool definitions for an LLM API (a tool's
+    /// name is its id with `.` replaced by `_`: `text.chunk` is `text_chunk`), or as the typed
+    /// API a code-mode program is written against (typescript, python; docs/code-mode.md)
     Export {
-        /// The API's tool-calling format
+        /// The API's tool-calling format, or the code-mode API's language
         #[arg(long, value_enum)]
-        format: Format,
+        format: ExportFormat,
     },
 }
 
@@ -533,6 +576,11 @@ pub(crate) struct ServeArgs {
     /// Without an app manifest: let tools write in --dir
     #[arg(long, requires = "dir")]
     pub(crate) allow_write: bool,
+
+    /// Serve code mode: two tools, `search_tools` and `run_program` (a Python or JavaScript
+    /// program that calls tools through `locara.tools`), instead of one tool per tool
+    #[arg(long)]
+    pub(crate) code_mode: bool,
 }
 
 /// `locara run`.
@@ -597,6 +645,11 @@ pub(crate) struct BatchArgs {
     /// Without an app manifest: let tools write in --dir
     #[arg(long, requires = "dir")]
     pub(crate) allow_write: bool,
+
+    /// Serve code mode: two tools, `search_tools` and `run_program` (a Python or JavaScript
+    /// program that calls tools through `locara.tools`), instead of one tool per tool
+    #[arg(long)]
+    pub(crate) code_mode: bool,
 }
 
 /// `locara verify-receipt`.
@@ -632,6 +685,11 @@ pub(crate) struct ChainArgs {
     /// Without an app manifest: let tools write in --dir
     #[arg(long, requires = "dir")]
     pub(crate) allow_write: bool,
+
+    /// Serve code mode: two tools, `search_tools` and `run_program` (a Python or JavaScript
+    /// program that calls tools through `locara.tools`), instead of one tool per tool
+    #[arg(long)]
+    pub(crate) code_mode: bool,
 }
 
 /// `locara verify`.

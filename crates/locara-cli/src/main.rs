@@ -87,7 +87,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Models(ModelsCommand::Fetch { tools }) => models::fetch(&ctx, tools),
         Command::Models(ModelsCommand::List) => models::list(&ctx),
-        Command::Tools(ToolsCommand::Export { format }) => catalog::export(&ctx, format.kind()),
+        Command::Tools(ToolsCommand::Export { format }) => catalog::export(&ctx, format.export()),
         Command::Keygen { publisher, out } => publish::keygen(&ctx, publisher, out),
         Command::Sign {
             key,

@@ -31,6 +31,7 @@
 mod batch;
 mod chain;
 mod chat;
+mod codegen;
 mod error;
 mod files;
 mod formats;
@@ -52,7 +53,10 @@ mod tests;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use crate::gateway::GatewayLimits;
+pub use crate::{
+    codegen::{ApiLanguage, javascript_name, python_name},
+    gateway::GatewayLimits,
+};
 pub use locara_exec::{
     ApprovalDecision, ApprovalRequest, Approver, CallContext, Egress, HandlerError, HostTool,
     HttpClient, HttpRequest, HttpResponse, KV, LLM_CHAT, LlmEndpoint, PROGRESS, Progress,
@@ -77,7 +81,8 @@ pub use crate::{
     receipt::{RECEIPT_FORMAT, digest as receipt_digest},
     types::{
         ApprovalReport, BatchRequest, BatchResponse, BatchResult, ChainRequest, ChainResponse,
-        ErrorReport, FileReport, InnerCallReport, LimitsReport, Receipt, ReceiptFile, RunRequest,
-        RunResponse, StatsReport, ToolDescription, ToolSummary, TruncationReport, ViolationReport,
+        ChainStep, ErrorReport, FileReport, InnerCallReport, LimitsReport, Receipt, ReceiptFile,
+        RunRequest, RunResponse, StatsReport, StepTrace, ToolDescription, ToolSummary,
+        TruncationReport, ViolationReport,
     },
 };
