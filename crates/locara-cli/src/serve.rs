@@ -31,6 +31,9 @@ pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode>
     if let Some(dir) = dir {
         server = server.with_workspace(dir);
     }
+    if args.code_mode {
+        server = server.code_mode();
+    }
     let tools = server.tools().len();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -53,7 +53,14 @@ pub struct LocaraMcp {
     locara: Arc<Locara>,
     tools: Arc<[Tool]>,
     workspace: Option<PathBuf>,
+    /// Whether the server lists [`SEARCH_TOOLS`] and [`RUN_PROGRAM`] instead of the tools.
+    code_mode: bool,
 }
+
+/// In code mode: the tool that searches the catalog of tools a program may call.
+pub const SEARCH_TOOLS: &str = "search_tools";
+/// In code mode: the tool that runs a Python or JavaScript program that may call tools.
+pub const RUN_PROGRAM: &str = "run_program";
 
 impl From<Arc<Locara>> for LocaraMcp {
     fn from(locara: Arc<Locara>) -> LocaraMcp {
@@ -78,7 +85,19 @@ impl LocaraMcp {
             locara,
             tools,
             workspace: None,
+            code_mode: false,
         }
+    }
+
+    /// Serves code mode (docs/code-mode.md) instead of one MCP tool per Locara tool: two tools,
+    /// [`SEARCH_TOOLS`] (the catalog, with each tool's name in the programs' `locara.tools`
+    /// and its input schema) and [`RUN_PROGRAM`] (a Python or JavaScript program, run by
+    /// `code-exec.python` or `code-exec.js`, that calls tools through the gateway). A program
+    /// can call tools only when the app grants `tools`.
+    pub fn code_mode(mut self) -> LocaraMcp {
+        self.tools = code_mode_tools().into();
+        self.code_mode = true;
+        self
     }
 
     /// Gives every call `dir` as its workspace (`/workspace`), for the tools that declare one.
@@ -104,8 +123,10 @@ impl LocaraMcp {
         name: &str,
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = self.request(name, arguments)?;
-        Ok(call_result(self.locara.run(request).await))
+        match self.request(name, arguments)? {
+            Prepared::Run(request) => Ok(call_result(self.locara.run(request).await)),
+            Prepared::Answered(result) => Ok(result),
+        }
     }
 
     /// Runs a `tools/call` like [`call`](LocaraMcp::call), with `send` awaited for each
@@ -120,15 +141,19 @@ impl LocaraMcp {
         S: FnMut(Notice) -> F,
         F: Future<Output = ()>,
     {
-        let request = self.request(name, arguments)?;
+        let request = match self.request(name, arguments)? {
+            Prepared::Run(request) => request,
+            Prepared::Answered(result) => return Ok(result),
+        };
         let locara = &self.locara;
         let result =
             progress::forwarding(|sink| locara.run_with_progress(request, sink), send).await;
         Ok(call_result(result))
     }
 
-    /// The facade's request for a call of `name`; an error when no listed tool has that name.
-    fn request(&self, name: &str, arguments: JsonObject) -> Result<RunRequest, ErrorData> {
+    /// The facade's request for a call of `name` (or, for [`SEARCH_TOOLS`], its answer); an
+    /// error when no listed tool has that name.
+    fn request(&self, name: &str, arguments: JsonObject) -> Result<Prepared, ErrorData> {
         if !self.tools.iter().any(|t| t.name == name) {
             let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
             return Err(ErrorData::invalid_params(
@@ -136,12 +161,151 @@ impl LocaraMcp {
                 None,
             ));
         }
-        let mut request = RunRequest::new(name, Value::Object(arguments));
+        let (tool, arguments) = if self.code_mode {
+            match code_mode_request(&self.locara, name, arguments) {
+                CodeMode::Program(tool, arguments) => (tool.to_owned(), arguments),
+                CodeMode::Answered(answer) => return Ok(Prepared::Answered(answer)),
+            }
+        } else {
+            (name.to_owned(), Value::Object(arguments))
+        };
+        let mut request = RunRequest::new(tool, arguments);
         if let Some(dir) = &self.workspace {
             request = request.with_workspace(dir);
         }
-        Ok(request)
+        Ok(Prepared::Run(request))
     }
+}
+
+/// What a `tools/call` becomes.
+enum Prepared {
+    /// A call of a Locara tool.
+    Run(RunRequest),
+    /// Answered already: a search, or a request refused before any tool ran.
+    Answered(CallToolResult),
+}
+
+/// The two tools of code mode.
+fn code_mode_tools() -> Vec<Tool> {
+    let schema = |value: Value| match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    };
+    let search = Tool::new(
+        SEARCH_TOOLS,
+        "Search the tools a program can call (run_program). Each result has the tool's `id`, \
+what it does, its name in a program (`python`: locara.tools.NAME(**arguments), `javascript`: \
+await locara.tools.NAME({...})) and its `input_schema`.",
+        schema(serde_json::json!({
+            "type": "object",
+            "required": ["query"],
+            "properties": {
+                "query": {"type": "string", "description": "What the tool should do, e.g. \"split a PDF\"."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            },
+            "additionalProperties": false,
+        })),
+    )
+    .with_annotations(ToolAnnotations::with_title("Search tools").read_only(true).destructive(false));
+    let run = Tool::new(
+        RUN_PROGRAM,
+        "Run a short Python or JavaScript program that calls tools, instead of calling them one \
+at a time. Python: `import locara`, then `r = locara.tools.pdf_split(source=...)` or \
+`locara.call(\"pdf.split\", {...})`; `r.output` is the tool's JSON output, `r.files` the files \
+it made (pass one on as another call's file argument). JavaScript: `const r = await \
+locara.tools.pdfSplit({...})` or `await locara.call(\"pdf.split\", {...})`. A failed call raises \
+locara.LocaraError with `code`, `message`, `hint`. Find tools with search_tools. The result has \
+the program's stdout, stderr, exit_code, the value of its last expression, and the files it \
+left in out/.",
+        schema(serde_json::json!({
+            "type": "object",
+            "required": ["language", "code"],
+            "properties": {
+                "language": {"type": "string", "enum": ["python", "javascript"]},
+                "code": {"type": "string", "description": "The program."},
+                "stdin": {"type": "string", "description": "What the program reads on standard input."},
+                "files": {
+                    "type": "array",
+                    "description": "Files placed in the working directory first: {\"path\", \"content\", \"encoding\": \"utf8\" | \"base64\"}.",
+                    "items": {"type": "object"},
+                },
+            },
+            "additionalProperties": false,
+        })),
+    )
+    .with_annotations(ToolAnnotations::with_title("Run a program").read_only(false));
+    vec![run, search]
+}
+
+/// What a code-mode call is.
+enum CodeMode {
+    /// A [`RUN_PROGRAM`] call: the code-exec tool to run, and its arguments.
+    Program(&'static str, Value),
+    /// The answer to a [`SEARCH_TOOLS`] call, or to a request that cannot run.
+    Answered(CallToolResult),
+}
+
+fn code_mode_request(locara: &Locara, name: &str, mut arguments: JsonObject) -> CodeMode {
+    let invalid = |message: String, pointer: &str| {
+        let report = serde_json::json!({
+            "code": "invalid_input",
+            "message": message,
+            "hint": "see the tool's input schema",
+            "violations": [{"pointer": pointer, "constraint": "type", "message": "invalid"}],
+        });
+        CallToolResult::error(vec![ContentBlock::text(report.to_string())])
+    };
+    if name == SEARCH_TOOLS {
+        let Some(query) = arguments.get("query").and_then(Value::as_str) else {
+            return CodeMode::Answered(invalid("`query` must be a string".to_owned(), "/query"));
+        };
+        let limit = arguments
+            .get("limit")
+            .and_then(Value::as_u64)
+            .unwrap_or(10)
+            .clamp(1, 50);
+        let hits: Vec<Value> = locara
+            .search_tools(query, usize::try_from(limit).unwrap_or(10))
+            .into_iter()
+            .map(|hit| {
+                let input_schema = locara
+                    .describe(&hit.tool)
+                    .map(|d| d.input_schema)
+                    .unwrap_or(Value::Null);
+                serde_json::json!({
+                    "id": hit.id,
+                    "tool": hit.tool,
+                    "description": hit.description,
+                    "safety_tier": hit.safety_tier,
+                    "python": format!("locara.tools.{}", locara_facade::python_name(&hit.id)),
+                    "javascript": format!("locara.tools.{}", locara_facade::javascript_name(&hit.id)),
+                    "input_schema": input_schema,
+                })
+            })
+            .collect();
+        let tools = Value::Array(hits);
+        let mut result = CallToolResult::success(vec![ContentBlock::text(tools.to_string())]);
+        result.structured_content = Some(serde_json::json!({ "tools": tools }));
+        return CodeMode::Answered(result);
+    }
+    let tool = match arguments
+        .remove("language")
+        .as_ref()
+        .and_then(Value::as_str)
+    {
+        Some("python") => "code-exec.python",
+        Some("javascript") => "code-exec.js",
+        other => {
+            return CodeMode::Answered(invalid(
+                format!(
+                    "`language` must be \"python\" or \"javascript\", not {}",
+                    other.map_or_else(|| "missing".to_owned(), |l| format!("{l:?}"))
+                ),
+                "/language",
+            ));
+        }
+    };
+    CodeMode::Program(tool, Value::Object(arguments))
 }
 
 impl ServerHandler for LocaraMcp {

@@ -47,7 +47,7 @@ mod tests;
 pub use crate::{
     backend::{McpBackend, tool_id},
     error::Error,
-    handler::LocaraMcp,
+    handler::{LocaraMcp, RUN_PROGRAM, SEARCH_TOOLS},
     http::{DEFAULT_HTTP_ADDR, HttpConfig, HttpServer, MCP_PATH},
     stdio::{MAX_JSON_DEPTH, MAX_MESSAGE_BYTES},
 };
