@@ -202,7 +202,11 @@ pub(crate) fn chain(
         args.dir.as_deref(),
         "chain",
         stdin,
-        |r: &mut ChainRequest| &mut r.steps,
+        |r: &mut ChainRequest, dir| {
+            for step in &mut r.steps {
+                step.workspace.get_or_insert_with(|| dir.to_path_buf());
+            }
+        },
     )?;
     let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
     let response = runtime()?.block_on(locara.run_chain(request));
@@ -215,7 +219,13 @@ pub(crate) fn chain(
         .map_or_else(|| "a step".to_owned(), |i| format!("step {i}"));
     match (
         &response.error,
-        response.failed_step.and_then(|i| response.steps.get(i)),
+        // The failed step's last call (a for_each step has one per item, and stops at the
+        // first that fails).
+        response
+            .failed_step
+            .and_then(|i| response.trace.iter().find(|t| t.step == i))
+            .and_then(|t| t.calls.iter().rev().find(|&&c| !response.steps[c].ok))
+            .map(|&c| &response.steps[c]),
     ) {
         (Some(report), _) => eprint!(
             "chain stopped: {failed} could not run\n{}",
@@ -238,7 +248,11 @@ pub(crate) fn batch(
         args.dir.as_deref(),
         "batch",
         stdin,
-        |r: &mut BatchRequest| &mut r.calls,
+        |r: &mut BatchRequest, dir| {
+            for call in &mut r.calls {
+                call.workspace.get_or_insert_with(|| dir.to_path_buf());
+            }
+        },
     )?;
     let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
     // A multi-threaded runtime: the read-only calls of the batch run at the same time.
@@ -272,18 +286,14 @@ fn read_calls<T: serde::de::DeserializeOwned>(
     dir: Option<&std::path::Path>,
     what: &str,
     stdin: &mut Stdin<'_>,
-    calls: impl FnOnce(&mut T) -> &mut Vec<RunRequest>,
+    set_workspace: impl FnOnce(&mut T, &std::path::Path),
 ) -> anyhow::Result<(T, Option<std::path::PathBuf>)> {
     let text = arguments::read_source(file, stdin, what)?;
     let mut request: T = locara_manifest::json::from_str("request", &text)
         .with_context(|| format!("{file} is not a valid {what} request"))?;
     let dir = dir.map(context::existing_dir).transpose()?;
     if let Some(dir) = &dir {
-        for call in calls(&mut request) {
-            if call.workspace.is_none() {
-                call.workspace = Some(dir.clone());
-            }
-        }
+        set_workspace(&mut request, dir);
     }
     Ok((request, dir))
 }

@@ -5,7 +5,7 @@ use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
 use locara_exec::{
     Approver, CallContext, ExecConfig, HostTool, HttpClient, LlmEndpoint, Pipeline, ProgressSink,
-    Resolver, ServicesConfig, ToolCall, ToolResult, depth,
+    Resolver, ServicesConfig, ToolCall, ToolResult,
 };
 use locara_manifest::{AppManifest, AppTool, Grants, SafetyTier, ToolManifest, ToolName, ToolRef};
 #[cfg(feature = "memory")]
@@ -15,8 +15,8 @@ use locara_sandbox::{BackendKind, Enforcement, Sandbox, SandboxConfig};
 use tower::ServiceExt;
 
 use crate::{
-    ApprovalReport, ChainRequest, ChainResponse, Error, ErrorReport, RunRequest, RunResponse,
-    ToolDescription, ToolSummary, chain, files, receipt,
+    ApprovalReport, Error, ErrorReport, RunRequest, RunResponse, ToolDescription, ToolSummary,
+    files, receipt,
     search::{self, Document},
     types::{LimitsReport, StatsReport, TruncationReport, ViolationReport},
 };
@@ -815,100 +815,6 @@ impl Locara {
             }
             Ok(response)
         })
-    }
-
-    /// Runs a chain of calls in order, binding `{"$ref": "steps.N.output…"}` arguments to
-    /// earlier outputs. Stops at the first step that fails or cannot run.
-    pub async fn run_chain(&self, chain: ChainRequest) -> ChainResponse {
-        // Binding recurses into the arguments: refuse, before anything else, nesting so deep
-        // that it would overflow the stack (see `locara_exec::depth`).
-        let too_deep = chain.steps.iter().enumerate().find_map(|(index, step)| {
-            Some((index, depth::refuse_too_deep(&step.tool, &step.arguments)?))
-        });
-        if let Some((index, error)) = too_deep {
-            for step in chain.steps {
-                depth::drop_deep(step.arguments);
-            }
-            return ChainResponse {
-                ok: false,
-                steps: Vec::new(),
-                failed_step: Some(index),
-                error: Some(Error::from(error).report().clone()),
-            };
-        }
-        let mut outputs = Vec::new();
-        let mut steps = Vec::new();
-        for (index, step) in chain.steps.into_iter().enumerate() {
-            let arguments = match chain::bind(&step.arguments, &outputs) {
-                Ok(arguments) => arguments,
-                Err(error) => {
-                    let pointer = if error.pointer.is_empty() {
-                        "/".to_owned()
-                    } else {
-                        error.pointer.clone()
-                    };
-                    let mut report = Error::new(
-                        "invalid_binding",
-                        format!(
-                            "step {index} ({}): cannot bind the `$ref` at {pointer}: {}",
-                            step.tool, error.message
-                        ),
-                        "refer to an earlier step's output as {\"$ref\": \"steps.N.output.field\"}",
-                    )
-                    .report()
-                    .clone();
-                    report.violations = vec![ViolationReport {
-                        pointer: error.pointer,
-                        constraint: "$ref".to_owned(),
-                        message: error.message,
-                    }];
-                    return ChainResponse {
-                        ok: false,
-                        steps,
-                        failed_step: Some(index),
-                        error: Some(report),
-                    };
-                }
-            };
-            let request = RunRequest {
-                tool: step.tool,
-                arguments,
-                workspace: step.workspace,
-                output_dir: None,
-                receipt: step.receipt,
-                user: None,
-                seed: None,
-            };
-            match self.run(request).await {
-                Ok(response) => {
-                    let ok = response.ok;
-                    outputs.push(response.output.clone().unwrap_or(serde_json::Value::Null));
-                    steps.push(response);
-                    if !ok {
-                        return ChainResponse {
-                            ok: false,
-                            steps,
-                            failed_step: Some(index),
-                            error: None,
-                        };
-                    }
-                }
-                Err(error) => {
-                    return ChainResponse {
-                        ok: false,
-                        steps,
-                        failed_step: Some(index),
-                        error: Some(error.report().clone()),
-                    };
-                }
-            }
-        }
-        ChainResponse {
-            ok: true,
-            steps,
-            failed_step: None,
-            error: None,
-        }
     }
 }
 

@@ -42,7 +42,7 @@ fn bad_refs_say_where_and_why() {
         (
             json!({"a": {"$ref": "output.text"}}),
             "/a",
-            "`output.text` is not of the form `steps.N.output[.field…]`",
+            "`output.text` names no earlier step: refer to one as `steps.N.output…` or `ID.output…`, or to a for_each item by its name",
         ),
         (json!({"a": {"$ref": 7}}), "/a", "`$ref` must be a string"),
         (
@@ -58,6 +58,11 @@ fn bad_refs_say_where_and_why() {
             (pointer, message)
         );
     }
+    let bare = bind(&json!({"$ref": "steps.0"}), &outputs).unwrap_err();
+    assert_eq!(
+        bare.message,
+        "`steps.0` is not of the form `steps.N.output[.field…]` (or `ID.output…`, `ID.files…`, `item…`)"
+    );
     let first = bind(&json!({"$ref": "steps.0.output"}), &[]).unwrap_err();
     assert_eq!(
         first.message,

@@ -362,38 +362,168 @@ pub struct LimitsReport {
     pub periodic: Vec<String>,
 }
 
-/// A chain of calls; each step's arguments may bind earlier results with
-/// `{"$ref": "steps.N.output.field"}`.
+/// A chain of calls: a small orchestration language (docs/chains.md). Each step's arguments
+/// may bind earlier results (`{"$ref": "steps.N.output.field"}`, or `{"$ref":
+/// "ID.output.field"}` for a step with an `id`); a step may run only `when` a condition holds,
+/// and `for_each` item of an array.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ChainRequest {
     /// The steps, run in order.
-    pub steps: Vec<RunRequest>,
+    pub steps: Vec<ChainStep>,
+    /// The most tool calls the chain may make (every `for_each` item counts); by default 64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u32>,
+    /// How long the whole chain may take, in milliseconds; by default 600,000 (10 minutes). A
+    /// call still running then is cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_time_ms: Option<u64>,
 }
 
 impl ChainRequest {
-    /// A chain of `steps`.
-    pub fn new(steps: Vec<RunRequest>) -> ChainRequest {
-        ChainRequest { steps }
+    /// A chain of `steps` (calls, or [`ChainStep`]s), with the default limits.
+    pub fn new<S: Into<ChainStep>>(steps: impl IntoIterator<Item = S>) -> ChainRequest {
+        ChainRequest {
+            steps: steps.into_iter().map(Into::into).collect(),
+            max_calls: None,
+            wall_time_ms: None,
+        }
+    }
+
+    /// Sets the most tool calls the chain may make.
+    pub fn with_max_calls(mut self, calls: u32) -> ChainRequest {
+        self.max_calls = Some(calls);
+        self
+    }
+
+    /// Sets how long the whole chain may take.
+    pub fn with_wall_time_ms(mut self, ms: u64) -> ChainRequest {
+        self.wall_time_ms = Some(ms);
+        self
     }
 }
 
-/// What a chain produced: every step that ran, in order. The chain stops at the first step
+/// One step of a chain: a call, with what decides whether and how often it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ChainStep {
+    /// A name later steps refer to it by (`{"$ref": "ID.output…"}`): letters, digits and `_`,
+    /// starting with a letter, unique in the chain, not `steps` nor the `as` of any step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `id` or `id@version`.
+    pub tool: String,
+    /// The tool's arguments; any `{"$ref": …}` in them is bound before the step runs.
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// The directory the tool sees at `/workspace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<PathBuf>,
+    /// Ask for a signed receipt of each call of the step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub receipt: bool,
+    /// The step runs only when this condition holds: `true`/`false`, `{"$ref"}` (a bound
+    /// value that is not `null`, `false`, `0`, `""`, `[]` or `{}`), `{"exists": REF}`,
+    /// `{"eq"|"ne"|"lt"|"le"|"gt"|"ge": [A, B]}` (each side a value or a `{"$ref"}`),
+    /// `{"and": [...]}`, `{"or": [...]}`, `{"not": C}`. A skipped step's output is `null`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Value>,
+    /// The step runs once per item of this array (a `{"$ref"}` or a literal), the item bound
+    /// as `{"$ref": AS…}`. Its output is the array of the items' outputs. The items of a
+    /// read-only tool run concurrently; any other tool's, one after another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<Value>,
+    /// The name the `for_each` item is bound to; by default `item`.
+    #[serde(default, rename = "as", skip_serializing_if = "Option::is_none")]
+    pub item_name: Option<String>,
+}
+
+impl ChainStep {
+    /// A step that calls `tool` with `arguments`.
+    pub fn new(tool: impl Into<String>, arguments: Value) -> ChainStep {
+        ChainStep::from(RunRequest::new(tool, arguments))
+    }
+
+    /// Names the step.
+    pub fn with_id(mut self, id: impl Into<String>) -> ChainStep {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Runs the step only when `condition` holds.
+    pub fn when(mut self, condition: Value) -> ChainStep {
+        self.when = Some(condition);
+        self
+    }
+
+    /// Runs the step once per item of `items`, bound as `name`.
+    pub fn for_each(mut self, items: Value, name: impl Into<String>) -> ChainStep {
+        self.for_each = Some(items);
+        self.item_name = Some(name.into());
+        self
+    }
+
+    /// Selects the directory the tool sees at `/workspace`.
+    pub fn with_workspace(mut self, dir: impl Into<PathBuf>) -> ChainStep {
+        self.workspace = Some(dir.into());
+        self
+    }
+}
+
+impl From<RunRequest> for ChainStep {
+    fn from(request: RunRequest) -> ChainStep {
+        ChainStep {
+            id: None,
+            tool: request.tool,
+            arguments: request.arguments,
+            workspace: request.workspace,
+            receipt: request.receipt,
+            when: None,
+            for_each: None,
+            item_name: None,
+        }
+    }
+}
+
+/// What a chain produced: every call it made, in order. The chain stops at the first step
 /// that fails; `failed_step` says which.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ChainResponse {
     /// Whether every step succeeded.
     pub ok: bool,
-    /// The steps that ran.
+    /// The calls that ran, in order (a `for_each` step's items in item order).
     pub steps: Vec<RunResponse>,
     /// The index of the step that failed or could not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed_step: Option<usize>,
-    /// Why a step could not run at all (bad binding, unknown tool, invalid arguments…).
+    /// Why a step could not run at all (bad binding, unknown tool, invalid arguments, a
+    /// chain limit…).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorReport>,
+    /// Each step the chain reached, in order: whether it ran or was skipped, and which of
+    /// `steps` are its calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<StepTrace>,
+}
+
+/// What became of one step of a chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StepTrace {
+    /// The step's index.
+    pub step: usize,
+    /// Its `id`, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Whether its `when` was false, so it did not run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
+    /// The indices in [`ChainResponse::steps`] of its calls.
+    #[serde(default)]
+    pub calls: Vec<usize>,
 }
 
 /// A tool in a listing or a search result.
