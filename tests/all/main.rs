@@ -48,3 +48,5 @@ mod egress;
 mod chat;
 // Code mode: programs in Python, JS and Lua calling tools through the gateway.
 mod code_mode;
+// Chains: named steps, when, for_each, limits, errors.
+mod chains;

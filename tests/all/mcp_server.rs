@@ -507,3 +507,57 @@ fn memory_belongs_to_the_user_the_server_runs_for() {
     let message = nobody[0]["content"][0]["text"].as_str().unwrap();
     assert!(message.contains("need a user"), "{message}");
 }
+
+/// `locara serve --code-mode`, driven by the official client over stdio: two tools; a search
+/// that names each tool as a program calls it; Python and JavaScript programs that call tools
+/// through the gateway; a language that is not served.
+#[test]
+fn code_mode_serves_a_search_and_programs_that_call_tools() {
+    let fixture = Fixture::new();
+    fixture.home.publish_upstream_tool("code-exec.python");
+    fixture.home.publish_upstream_tool("code-exec.js");
+    let python = "import locara\nr = locara.tools.text_chunk(text='One. Two. Three.', max_chars=6)\nprint(r['count'], r.tool)";
+    let js = "const r = await locara.call('text.chunk', { text: 'One. Two.', max_chars: 6 });\nprint(r.output.count)";
+    let calls = json!([
+        {"name": "search_tools", "arguments": {"query": "split text into chunks", "limit": 3}},
+        {"name": "run_program", "arguments": {"language": "python", "code": python}},
+        {"name": "run_program", "arguments": {"language": "javascript", "code": js}},
+        {"name": "run_program", "arguments": {"language": "ruby", "code": "puts 1"}},
+    ]);
+    let report = fixture.client(
+        &[
+            "stdio",
+            locara().to_str().unwrap(),
+            "--home",
+            fixture.home(),
+            "serve",
+            "--code-mode",
+        ],
+        &calls,
+    );
+    let names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["run_program", "search_tools"], "{report:#}");
+
+    let results = report["results"].as_array().unwrap();
+    let hits = first_text(&results[0]);
+    assert_eq!(hits[0]["id"], "text.chunk", "{hits:#}");
+    assert_eq!(hits[0]["python"], "locara.tools.text_chunk");
+    assert_eq!(hits[0]["javascript"], "locara.tools.textChunk");
+    assert_eq!(hits[0]["input_schema"]["required"], json!(["text"]));
+
+    for (result, stdout) in [(&results[1], "3 text.chunk@0.1.0\n"), (&results[2], "2\n")] {
+        assert_ne!(result["isError"], json!(true), "{result:#}");
+        let output = first_text(result);
+        assert_eq!(output["exit_code"], 0, "{output:#}");
+        assert_eq!(output["stdout"], stdout, "{output:#}");
+    }
+    assert_eq!(results[3]["isError"], json!(true), "{:#}", results[3]);
+    let refused = first_text(&results[3]);
+    assert_eq!(refused["code"], "invalid_input");
+    assert_eq!(refused["violations"][0]["pointer"], "/language");
+}

@@ -1600,3 +1600,78 @@ return #r.output.chunks"#;
     );
     assert_eq!(response["calls"][0]["ok"], true, "{response}");
 }
+
+#[test]
+fn tools_export_prints_the_code_mode_api_in_typescript_and_python() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().unwrap();
+
+    // TypeScript: the declarations type-check, a program using them right compiles, and one
+    // passing a number as text.chunk's text does not (Debian's `tsc`, from node-typescript).
+    let ts = cli
+        .expect(0, &["tools", "export", "--format", "typescript"])
+        .stdout;
+    assert!(
+        ts.contains("textChunk(args: TextChunkInput): Promise<ToolResult<TextChunkOutput>>;"),
+        "{ts}"
+    );
+    std::fs::write(dir.path().join("locara.d.ts"), &ts).unwrap();
+    let tsc = |program: &str| {
+        std::fs::write(dir.path().join("main.ts"), program).unwrap();
+        Command::new("tsc")
+            .args([
+                "--noEmit", "--strict", "--target", "es2020", "--lib", "es2020",
+            ])
+            .arg(dir.path().join("locara.d.ts"))
+            .arg(dir.path().join("main.ts"))
+            .output()
+            .expect("tsc runs (Debian package node-typescript, installed by .ci/test-deps)")
+    };
+    let good = tsc(
+        "export async function main(): Promise<number> {\n  const r = await locara.tools.textChunk({ text: \"a b\", max_chars: 5 });\n  const first: string = r.output.chunks[0].text;\n  return r.output.count + first.length;\n}\n",
+    );
+    assert!(
+        good.status.success(),
+        "{}",
+        String::from_utf8_lossy(&good.stdout)
+    );
+    let bad = tsc(
+        "export async function main(): Promise<void> {\n  await locara.tools.textChunk({ text: 5 });\n}\n",
+    );
+    assert!(
+        !bad.status.success(),
+        "a number passed as text type-checked"
+    );
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("main.ts"));
+
+    // Python: the stub is valid Python, and each tool is a method whose keyword arguments are
+    // its input's properties, with the tool's description as its docstring.
+    let py = cli
+        .expect(0, &["tools", "export", "--format", "python"])
+        .stdout;
+    std::fs::write(dir.path().join("locara.pyi"), &py).unwrap();
+    let check = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import inspect, sys\n\
+             source = open(sys.argv[1]).read()\n\
+             scope = {}\n\
+             exec(compile(source, 'locara.pyi', 'exec'), scope)\n\
+             method = scope['Tools'].text_chunk\n\
+             print(sorted(inspect.signature(method).parameters))\n\
+             print(method.__doc__.splitlines()[0][:20])\n",
+        )
+        .arg(dir.path().join("locara.pyi"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(
+        stdout.starts_with("['max_chars', 'overlap', 'self', 'text']\n"),
+        "{stdout}"
+    );
+}
