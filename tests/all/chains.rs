@@ -113,7 +113,7 @@ async fn read_only_items_run_concurrently_and_others_one_after_another() {
     let sequential_time = started.elapsed();
     assert!(concurrent.ok && sequential.ok);
     assert_eq!(concurrent.steps.len(), 4);
-    println!("4 × 400 ms: read-only {concurrent_time:?}, side-effecting {sequential_time:?}");
+    eprintln!("4 × 400 ms: read-only {concurrent_time:?}, side-effecting {sequential_time:?}");
     assert!(
         sequential_time >= Duration::from_millis(1600),
         "{sequential_time:?}"
