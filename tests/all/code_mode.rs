@@ -351,6 +351,20 @@ async fn inner_calls_count_against_the_outer_calls_limits() {
         assert_eq!(seen[3]["limit"], "tool_calls", "{seen}");
         assert_eq!(response.calls.len(), 4);
 
+        // An answer beyond the bytes the call's programs may receive is refused; the call ran,
+        // and the host's list says it was not delivered.
+        let app = App {
+            limits: GatewayLimits::default().with_output_bytes(1),
+            ..App::default()
+        };
+        let locara = host(&home, engine, &app);
+        let code = python_calls(&format!("[{chunk}]"));
+        let response = program(&locara, "code-exec.python", &code, json!({})).await;
+        let seen = printed(&response);
+        assert_eq!(seen[0]["limit"], "gateway_output_bytes", "{seen}");
+        assert!(!response.calls[0].ok);
+        assert_eq!(response.calls[0].error.as_deref(), Some("limit_exceeded"));
+
         // Python runs Lua, which calls text.chunk: depth 2, within the default, and refused
         // at a limit of 1.
         let lua = r#"local ok, r = pcall(locara.call, "text.chunk", {text = "A. B.", max_chars = 10})

@@ -115,6 +115,13 @@ impl Frame {
         }
     }
 
+    fn record(&self, call: InnerCallReport) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(call);
+    }
+
     /// The inner calls made so far.
     pub(crate) fn take_calls(&self) -> Vec<InnerCallReport> {
         std::mem::take(&mut self.calls.lock().unwrap_or_else(|e| e.into_inner()))
@@ -199,17 +206,11 @@ impl Locara {
             report.limit = Some(limit.to_owned());
             report
         };
-        let report = |tool: &str, ok: bool, error: Option<&ErrorReport>| {
-            frame
-                .calls
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(InnerCallReport {
-                    tool: tool.to_owned(),
-                    ok,
-                    error: error.map(|e| e.code.clone()),
-                    receipt: None,
-                });
+        let refusal = |tool: &str, error: &ErrorReport| InnerCallReport {
+            tool: tool.to_owned(),
+            ok: false,
+            error: Some(error.code.clone()),
+            receipt: None,
         };
         let answer_error =
             |report: ErrorReport| json!({"ok": false, "tool": tool, "error": report});
@@ -223,7 +224,7 @@ impl Locara {
                 ),
                 "call the tool from the outer program instead of from a program it runs",
             );
-            report(tool, false, Some(&error));
+            frame.record(refusal(tool, &error));
             return answer_error(error);
         }
         let made = frame.used.calls.fetch_add(1, Ordering::Relaxed) + 1;
@@ -236,7 +237,7 @@ impl Locara {
                 ),
                 "make fewer calls: batch the work into one call of each tool where its arguments allow",
             );
-            report(tool, false, Some(&error));
+            frame.record(refusal(tool, &error));
             return answer_error(error);
         }
         let mut request = RunRequest::new(tool, arguments);
@@ -244,47 +245,49 @@ impl Locara {
         request.user = frame.user.clone();
         request.seed = frame.seed;
         request.receipt = frame.receipt;
-        let answer = match self
+        let (answer, mut record) = match self
             .run_framed(request, frame.progress.clone(), Some(frame))
             .await
         {
             Ok(response) => {
-                let error = response.error.clone();
-                frame
-                    .calls
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(InnerCallReport {
-                        tool: response.tool.clone(),
-                        ok: response.ok,
-                        error: error.map(|e| e.code),
-                        receipt: response.receipt.clone(),
-                    });
-                serde_json::to_value(&response).unwrap_or_else(|e| {
+                let record = InnerCallReport {
+                    tool: response.tool.clone(),
+                    ok: response.ok,
+                    error: response.error.as_ref().map(|e| e.code.clone()),
+                    receipt: response.receipt.clone(),
+                };
+                let answer = serde_json::to_value(&response).unwrap_or_else(|e| {
                     answer_error(
                         Error::new("internal", format!("cannot encode the answer: {e}"), "")
                             .report()
                             .clone(),
                     )
-                })
+                });
+                (answer, record)
             }
             Err(error) => {
-                report(tool, false, Some(error.report()));
+                frame.record(refusal(tool, error.report()));
                 return answer_error(error.report().clone());
             }
         };
         let size = answer.to_string().len() as u64;
         let used = frame.used.output_bytes.fetch_add(size, Ordering::Relaxed) + size;
         if used > limits.output_bytes {
-            return answer_error(refused(
+            let error = refused(
                 "gateway_output_bytes",
                 format!(
                     "{tool}'s answer ({size} bytes) takes the answers of this call's tool calls to {used} bytes, above the {} allowed",
                     limits.output_bytes
                 ),
                 "ask the tools for less (a smaller range, fewer pages, a lower limit)",
-            ));
+            );
+            // It ran (its receipt stays), but the program never sees its answer.
+            record.ok = false;
+            record.error = Some(error.code.clone());
+            frame.record(record);
+            return answer_error(error);
         }
+        frame.record(record);
         answer
     }
 }
