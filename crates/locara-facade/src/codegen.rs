@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::Locara;
+use crate::{Locara, ToolDescription};
 
 /// The language of an exported API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,22 +31,16 @@ impl Locara {
     /// The API of every callable tool (the newest version of each id), as source text in
     /// `language`; see [`ApiLanguage`].
     pub fn export_api(&self, language: ApiLanguage) -> String {
-        let mut tools: Vec<&crate::locara::Entry> = Vec::new();
-        for entry in &self.catalog {
-            // The catalog is sorted by id, then version: the last of each id is the newest.
-            match tools.last_mut() {
-                Some(last) if last.manifest.id == entry.manifest.id => *last = entry,
-                _ => tools.push(entry),
-            }
-        }
-        let tools = tools.into_iter().map(|e| {
-            let m = &e.manifest;
-            Tool {
-                id: m.id.to_string(),
-                description: &m.description,
-                input: &m.input_schema,
-                output: &m.output_schema,
-            }
+        let descriptions: Vec<ToolDescription> = self
+            .callable_ids()
+            .iter()
+            .filter_map(|id| self.describe(id).ok())
+            .collect();
+        let tools = descriptions.iter().map(|d| Tool {
+            id: d.summary.id.clone(),
+            description: &d.summary.description,
+            input: &d.input_schema,
+            output: &d.output_schema,
         });
         match language {
             ApiLanguage::TypeScript => typescript(tools),
