@@ -64,13 +64,7 @@ pub(crate) fn export(ctx: &Context, export: Export) -> anyhow::Result<ExitCode> 
     let format = match export {
         Export::Definitions(format) => format,
         Export::Api(language) => {
-            use std::io::Write as _;
-            let text = locara.export_api(language);
-            let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(text.as_bytes()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                other => other?,
-            }
+            output::stdout(&locara.export_api(language))?;
             return Ok(ExitCode::SUCCESS);
         }
     };
