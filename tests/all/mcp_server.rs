@@ -110,6 +110,20 @@ impl Fixture {
         self.run_script("client.py", transport, calls)
     }
 
+    /// Runs the Python client with `calls` against `locara --home HOME serve SERVE_ARGS…`,
+    /// which it starts itself over stdio.
+    fn stdio_client(&self, serve_args: &[&str], calls: &Value) -> Value {
+        let mut transport = vec![
+            "stdio",
+            locara().to_str().unwrap(),
+            "--home",
+            self.home(),
+            "serve",
+        ];
+        transport.extend_from_slice(serve_args);
+        self.client(&transport, calls)
+    }
+
     /// Runs `tests/mcp/SCRIPT` (a Python client) with `calls` and `transport`; its report.
     fn run_script(&self, script: &str, transport: &[&str], calls: &Value) -> Value {
         let script = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -262,16 +276,7 @@ fn check(fixture: &Fixture, report: &Value) {
 #[test]
 fn stdio() {
     let fixture = Fixture::new();
-    let report = fixture.client(
-        &[
-            "stdio",
-            locara().to_str().unwrap(),
-            "--home",
-            fixture.home(),
-            "serve",
-        ],
-        &calls(),
-    );
+    let report = fixture.stdio_client(&[], &calls());
     check(&fixture, &report);
 }
 
@@ -524,17 +529,7 @@ fn code_mode_serves_a_search_and_programs_that_call_tools() {
         {"name": "run_program", "arguments": {"language": "javascript", "code": js}},
         {"name": "run_program", "arguments": {"language": "ruby", "code": "puts 1"}},
     ]);
-    let report = fixture.client(
-        &[
-            "stdio",
-            locara().to_str().unwrap(),
-            "--home",
-            fixture.home(),
-            "serve",
-            "--code-mode",
-        ],
-        &calls,
-    );
+    let report = fixture.stdio_client(&["--code-mode"], &calls);
     let names: Vec<&str> = report["tools"]
         .as_array()
         .unwrap()
