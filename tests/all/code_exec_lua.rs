@@ -101,6 +101,29 @@ async fn arithmetic_prints_and_returns() {
     }
 }
 
+/// An `__index` function that grows the Lua stack (here by recursing) moves it; its result
+/// must still land in the caller's register. luars 0.26.3 wrote it through a pointer into the
+/// old stack, so `t.hello()` called `t` itself ("attempt to call a table value"); the vendored
+/// copy is patched (`vendor/luars/LOCARA-PATCH.md`). `locara.tools.x{…}` is this case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_function_that_grows_the_stack_returns_into_its_register() {
+    let engines = Engines::new();
+    let code = "local function deep(n)\n\
+                  if n == 0 then return 0 end\n\
+                  local a, b, c, d, e, f, g, h = 1, 2, 3, 4, 5, 6, 7, 8\n\
+                  return deep(n - 1) + a + h\n\
+                end\n\
+                local t = setmetatable({}, {__index = function(_, k)\n\
+                  deep(300)\n\
+                  return function() return k end\n\
+                end})\n\
+                print(t.hello(), 1, 2, 3, 4, 5, 6)";
+    for (engine, locara) in &engines.each {
+        let out = lua(locara, code).await;
+        assert_eq!(out["stdout"], "hello\t1\t2\t3\t4\t5\t6\n", "{engine:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strings_patterns_and_formatting() {
     let engines = Engines::new();

@@ -376,6 +376,17 @@ pub fn call_tm_res_into(
     arg2: &LuaValue,
     dest_stk_id: StkId,
 ) -> LuaResult<()> {
+    // LOCARA-PATCH: the metamethod may grow the stack, which moves it; a destination on the
+    // stack is kept as an index across the call and turned back into a pointer after it, as
+    // C Lua's luaT_callTMres does (savestack/restorestack). Writing through the old pointer
+    // wrote into the freed stack, so `t.f(...)` with a function `__index` could call `t`.
+    let dest_index = {
+        let stack = lua_state.stack();
+        let start = stack.as_ptr() as usize;
+        let at = dest_stk_id.as_ptr() as usize;
+        let size = std::mem::size_of::<LuaValue>();
+        (at >= start && at < start + stack.len() * size).then(|| (at - start) / size)
+    };
     let func_pos = {
         let ci_top = unsafe { (*lua_state.current_ci_ptr()).top as usize };
         let top = lua_state.get_top();
@@ -431,6 +442,10 @@ pub fn call_tm_res_into(
     }
 
     let result = lua_state.stack()[func_pos];
+    let dest_stk_id = match dest_index {
+        Some(index) => StkId::from_stack(lua_state.stack_mut().as_mut_ptr(), index),
+        None => dest_stk_id,
+    };
     dest_stk_id.write(&result);
     lua_state.set_top_raw(func_pos);
     Ok(())
