@@ -231,7 +231,14 @@ async fn a_lua_program_calls_text_chunk() {
 local r = locara.call("text.chunk", {text = "One sentence. Another one. A third.", max_chars = 16})
 local again = locara.tools.text_chunk{text = "Short.", max_chars = 100}
 local ok, err = pcall(locara.call, "text.chunk", {text = 5})
-return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, err.code, err.violations[1].pointer
+local cycle = {}
+cycle.self = cycle
+local refused = {}
+for _, args in ipairs({{text = 0/0}, {1, text = "mixed"}, cycle, {text = print}}) do
+  local ok, message = pcall(locara.call, "text.chunk", args)
+  refused[#refused + 1] = (not ok) and tostring(message) or "ran"
+end
+return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, err.code, err.violations[1].pointer, table.concat(refused, "|")
 "#;
     for engine in BackendKind::ALL {
         let locara = host(&home, engine, &App::default());
@@ -246,6 +253,12 @@ return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, 
         assert!(fields[3].starts_with("text.chunk@"), "{result}");
         assert_eq!(fields[4], "invalid_input", "{result}");
         assert_eq!(fields[5], "/text", "{result}");
+        // Arguments that are not JSON are refused in the program, before any call.
+        let refused: Vec<&str> = fields[6].split('|').collect();
+        assert!(refused[0].contains("NaN or infinite"), "{result}");
+        assert!(refused[1].contains("neither all strings"), "{result}");
+        assert!(refused[2].contains("nest deeper than 64"), "{result}");
+        assert!(refused[3].contains("cannot be a function"), "{result}");
     }
 }
 

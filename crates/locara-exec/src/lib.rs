@@ -65,7 +65,7 @@ pub use crate::{
     context::{CallContext, Progress, ProgressEvent, ProgressSink},
     error::{ExecError, SchemaViolation},
     execute::Execute,
-    gateway::{GatewayRequest, GatewayRequests, TOOLS, ToolGateway},
+    gateway::{GatewayAnswer, TOOLS, ToolGateway},
     host_tool::{HOST_ENGINE, HOST_TOOL_URL, HandlerError, HostTool, ToolHandler},
     pipeline::{Pipeline, pipeline},
     resolve::{Resolve, ResolveLayer, Resolver},

@@ -396,10 +396,12 @@ impl HostServices for CallServices {
             KV => return self.kv(&request).map(|v| v.to_string().into_bytes()),
             _ => {}
         }
+        let json = |answer: Value| answer.to_string().into_bytes();
         let work = async {
             match service {
-                WEB_FETCH => self.fetch(&request).await,
-                LLM_CHAT => self.chat(&request).await,
+                WEB_FETCH => self.fetch(&request).await.map(json),
+                LLM_CHAT => self.chat(&request).await.map(json),
+                // The gateway's answer is JSON text already.
                 TOOLS => self.tools(request).await,
                 other => Err(ServiceError::Denied(format!(
                     "there is no host service `{other}`; the services are `{WEB_FETCH}`, `{LLM_CHAT}`, `{PROGRESS}`, `{KV}` and `{TOOLS}`"
@@ -407,14 +409,13 @@ impl HostServices for CallServices {
             }
         };
         let deadline = tokio::time::Instant::from_std(call.deadline);
-        let answer = self.runtime.block_on(async {
+        self.runtime.block_on(async {
             tokio::select! {
                 answer = work => answer,
                 () = tokio::time::sleep_until(deadline) => Err(ServiceError::DeadlineExceeded),
                 () = cancelled(&call.cancel) => Err(ServiceError::Cancelled),
             }
-        })?;
-        Ok(answer.to_string().into_bytes())
+        })
     }
 }
 
@@ -582,8 +583,8 @@ impl CallServices {
         }
     }
 
-    /// [`TOOLS`]: the request goes to the host's gateway, which answers it.
-    async fn tools(&self, request: Value) -> Result<Value, ServiceError> {
+    /// [`TOOLS`]: the host's gateway answers the request, on this (the guest's) thread.
+    async fn tools(&self, request: Value) -> Result<Vec<u8>, ServiceError> {
         let gateway = match &self.gateway {
             Gateway::Granted(Some(gateway)) => gateway,
             Gateway::Granted(None) => {

@@ -9,17 +9,14 @@
 //! tool calls, how deep (a program calling a program), and how many bytes of answers.
 
 use std::{
-    future::Future,
     path::PathBuf,
-    pin::Pin,
     sync::{
         Arc, Mutex,
         atomic::{AtomicU32, AtomicU64, Ordering},
     },
 };
 
-use futures_util::{StreamExt as _, stream::FuturesUnordered};
-use locara_exec::{GatewayRequest, GatewayRequests, ProgressSink, ToolResult};
+use locara_exec::{ProgressSink, ToolGateway};
 use serde_json::{Value, json};
 
 use crate::{Error, ErrorReport, InnerCallReport, Locara, RunRequest};
@@ -128,67 +125,52 @@ impl Frame {
     }
 }
 
-type Answer<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-
 impl Locara {
-    /// Drives `run` (the pipeline's future of the call `frame` belongs to) to its end, answering
-    /// its program's gateway requests meanwhile. Inner calls still running when it ends are
-    /// dropped, which cancels them.
-    pub(crate) async fn serve(
-        &self,
-        run: impl Future<Output = Result<ToolResult, locara_exec::ExecError>> + Send,
-        mut requests: GatewayRequests,
-        frame: &Frame,
-    ) -> Result<ToolResult, locara_exec::ExecError> {
-        let mut run = std::pin::pin!(run);
-        let mut answering: FuturesUnordered<Answer<'_>> = FuturesUnordered::new();
-        loop {
-            tokio::select! {
-                biased;
-                result = &mut run => return result,
-                Some(request) = requests.recv() => answering.push(Box::pin(self.answer(request, frame))),
-                Some(()) = answering.next(), if !answering.is_empty() => {}
-            }
-        }
+    /// The gateway of a call whose frame is `frame`: it answers each request of the call's
+    /// program on the program's own thread (exec runs the answer's future there, raced against
+    /// the call's deadline and cancel token), with a clone of this handle, so an inner call
+    /// costs no hop between threads; the outer call's end drops it, which cancels it.
+    pub(crate) fn gateway(&self, frame: &Frame) -> ToolGateway {
+        let (locara, frame) = (self.clone(), frame.clone());
+        ToolGateway::new(move |request| {
+            let (locara, frame) = (locara.clone(), frame.clone());
+            Box::pin(async move { locara.gateway_answer(request, &frame).await })
+        })
     }
 
-    async fn answer(&self, request: GatewayRequest, frame: &Frame) {
-        let GatewayRequest { request, reply, .. } = request;
-        let answer = self.gateway_answer(request, frame).await;
-        // The program may be gone (its deadline passed); nobody is left to tell.
-        let _ = reply.send(answer);
-    }
-
-    /// The answer to one request (`docs/code-mode.md` § The gateway's requests).
-    async fn gateway_answer(&self, request: Value, frame: &Frame) -> Result<Value, String> {
+    /// The answer to one request (`docs/code-mode.md` § The gateway's requests), as JSON text.
+    async fn gateway_answer(&self, mut request: Value, frame: &Frame) -> Result<Vec<u8>, String> {
+        let text = |answer: Value| answer.to_string().into_bytes();
         let op = request["op"].as_str().unwrap_or_default();
         match op {
-            "list" => Ok(json!({"ok": true, "tools": self.list()})),
+            "list" => Ok(text(json!({"ok": true, "tools": self.list()}))),
             "search" => {
                 let query = request["query"]
                     .as_str()
                     .ok_or("a `search` request needs a string `query`")?;
                 let limit = request["limit"].as_u64().unwrap_or(10).clamp(1, 50);
                 let limit = usize::try_from(limit).unwrap_or(10);
-                Ok(json!({"ok": true, "tools": self.search_tools(query, limit)}))
+                Ok(text(
+                    json!({"ok": true, "tools": self.search_tools(query, limit)}),
+                ))
             }
             "describe" => {
                 let tool = request["tool"]
                     .as_str()
                     .ok_or("a `describe` request needs a string `tool`")?;
-                Ok(match self.describe(tool) {
+                Ok(text(match self.describe(tool) {
                     Ok(description) => json!({"ok": true, "description": description}),
                     Err(error) => json!({"ok": false, "error": error.report()}),
-                })
+                }))
             }
             "call" => {
+                let arguments = match request.get_mut("arguments").map(Value::take) {
+                    None | Some(Value::Null) => json!({}),
+                    Some(arguments) => arguments,
+                };
                 let tool = request["tool"]
                     .as_str()
                     .ok_or("a `call` request needs a string `tool`")?;
-                let arguments = match request.get("arguments") {
-                    None | Some(Value::Null) => json!({}),
-                    Some(arguments) => arguments.clone(),
-                };
                 Ok(self.inner_call(tool, arguments, frame).await)
             }
             _ => Err(format!(
@@ -198,9 +180,10 @@ impl Locara {
         }
     }
 
-    /// One inner call, within the outer call's limits; the answer the program gets.
-    async fn inner_call(&self, tool: &str, arguments: Value, frame: &Frame) -> Value {
-        let limits = &self.gateway_limits;
+    /// One inner call, within the outer call's limits; the answer the program gets, as JSON
+    /// text.
+    async fn inner_call(&self, tool: &str, arguments: Value, frame: &Frame) -> Vec<u8> {
+        let limits = &self.shared.gateway_limits;
         let refused = |limit: &str, message: String, hint: &str| {
             let mut report = Error::new("limit_exceeded", message, hint).report().clone();
             report.limit = Some(limit.to_owned());
@@ -212,8 +195,11 @@ impl Locara {
             error: Some(error.code.clone()),
             receipt: None,
         };
-        let answer_error =
-            |report: ErrorReport| json!({"ok": false, "tool": tool, "error": report});
+        let answer_error = |report: ErrorReport| {
+            json!({"ok": false, "tool": tool, "error": report})
+                .to_string()
+                .into_bytes()
+        };
         if frame.depth + 1 > limits.max_depth {
             let error = refused(
                 "depth",
@@ -256,7 +242,7 @@ impl Locara {
                     error: response.error.as_ref().map(|e| e.code.clone()),
                     receipt: response.receipt.clone(),
                 };
-                let answer = serde_json::to_value(&response).unwrap_or_else(|e| {
+                let answer = serde_json::to_vec(&response).unwrap_or_else(|e| {
                     answer_error(
                         Error::new("internal", format!("cannot encode the answer: {e}"), "")
                             .report()
@@ -270,7 +256,7 @@ impl Locara {
                 return answer_error(error.report().clone());
             }
         };
-        let size = answer.to_string().len() as u64;
+        let size = answer.len() as u64;
         let used = frame.used.output_bytes.fetch_add(size, Ordering::Relaxed) + size;
         if used > limits.output_bytes {
             let error = refused(

@@ -315,8 +315,17 @@ fn conflicting_tool(message: String, hint: &str) -> Error {
 ///
 /// `Send + Sync`: share one behind an `Arc` (or by reference across scoped threads); calls may
 /// run concurrently. Dropping the future of [`run`](Locara::run) cancels the call.
-#[derive(Debug)]
+///
+/// A handle: cloning it is cheap, and every clone is the same instance.
+#[derive(Debug, Clone)]
 pub struct Locara {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// What every clone of a [`Locara`] shares. The tool gateway holds a clone for as long as a
+/// call's program may ask it, so an inner call runs on the program's own thread.
+#[derive(Debug)]
+pub(crate) struct Shared {
     pipeline: Pipeline,
     /// What the app granted (with paths resolved): bounds output directories.
     grants: Arc<Grants>,
@@ -556,7 +565,7 @@ impl Locara {
             exec = exec.with_approver(Arc::clone(approver));
         }
         let serves_gateway = grants.services.iter().any(|s| s == locara_exec::TOOLS);
-        Ok(Locara {
+        let shared = Shared {
             pipeline: locara_exec::pipeline(&exec),
             grants: Arc::new(grants),
             catalog,
@@ -572,17 +581,21 @@ impl Locara {
             cache_dir: config.home.join("cache"),
             #[cfg(feature = "memory")]
             tool_vectors: std::sync::OnceLock::new(),
+        };
+        Ok(Locara {
+            shared: Arc::new(shared),
         })
     }
 
     /// The engine this instance runs tools on.
     pub fn engine(&self) -> BackendKind {
-        self.engine
+        self.shared.engine
     }
 
     /// Every callable tool (the newest version of each id last), without scores.
     pub fn list(&self) -> Vec<ToolSummary> {
-        self.catalog
+        self.shared
+            .catalog
             .iter()
             .map(|e| summary(&e.manifest, None))
             .collect()
@@ -596,6 +609,7 @@ impl Locara {
     /// otherwise, or when the model fails to load, the ranking is lexical.
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<ToolSummary> {
         let documents: Vec<Document> = self
+            .shared
             .catalog
             .iter()
             .map(|e| Document {
@@ -615,7 +629,7 @@ impl Locara {
             .take(limit)
             .map(|(i, score)| {
                 summary(
-                    &self.catalog[i].manifest,
+                    &self.shared.catalog[i].manifest,
                     Some((score * 1000.0).round() / 1000.0),
                 )
             })
@@ -625,7 +639,11 @@ impl Locara {
     /// The cosine similarity of `query` to each document, when the host has an embedder.
     #[cfg(feature = "memory")]
     fn similarities(&self, documents: &[Document], query: &str) -> Option<Vec<f32>> {
-        let memory = self.memory.as_ref().filter(|m| m.model_installed())?;
+        let memory = self
+            .shared
+            .memory
+            .as_ref()
+            .filter(|m| m.model_installed())?;
         let embedder = match memory.embedder() {
             Ok(embedder) => embedder,
             Err(e) => {
@@ -633,13 +651,13 @@ impl Locara {
                 return None;
             }
         };
-        let vectors = match self.tool_vectors.get() {
+        let vectors = match self.shared.tool_vectors.get() {
             Some(vectors) => vectors,
             None => {
                 let texts: Vec<String> = documents.iter().flat_map(Document::meanings).collect();
                 let vectors =
-                    crate::meaning::cached_embeddings(&self.cache_dir, &embedder, &texts)?;
-                self.tool_vectors.get_or_init(|| vectors)
+                    crate::meaning::cached_embeddings(&self.shared.cache_dir, &embedder, &texts)?;
+                self.shared.tool_vectors.get_or_init(|| vectors)
             }
         };
         let query = embedder.embed_one(query).ok()?;
@@ -661,7 +679,7 @@ impl Locara {
         &'a self,
         reference: &'a ToolRef,
     ) -> impl DoubleEndedIterator<Item = &'a Entry> + 'a {
-        self.catalog.iter().filter(move |e| {
+        self.shared.catalog.iter().filter(move |e| {
             e.manifest.id == reference.id
                 && reference
                     .version
@@ -684,6 +702,7 @@ impl Locara {
         })?;
         let entry = self.entries(&reference).next_back().ok_or_else(|| {
             let ids: Vec<String> = self
+                .shared
                 .catalog
                 .iter()
                 .map(|e| e.manifest.tool_ref().to_string())
@@ -763,10 +782,10 @@ impl Locara {
         Box::pin(async move {
             let started = receipt::Clock::start();
             let output_dir = match &request.output_dir {
-                Some(dir) => Some(files::granted_output_dir(dir, &self.grants)?),
+                Some(dir) => Some(files::granted_output_dir(dir, &self.shared.grants)?),
                 None => None,
             };
-            let receipt_key = match (request.receipt, &self.receipt_key) {
+            let receipt_key = match (request.receipt, &self.shared.receipt_key) {
                 (false, _) => None,
                 (true, Some(key)) => Some(key),
                 (true, None) => {
@@ -779,31 +798,24 @@ impl Locara {
             };
             let input_sha256 = receipt_key.map(|_| receipt::digest(&request.arguments));
             let mut context = CallContext::new();
-            context.user = request.user.clone().or_else(|| self.user.clone());
+            context.user = request.user.clone().or_else(|| self.shared.user.clone());
             context.seed = request.seed;
             context.progress = progress;
             // Only an app that grants `tools` pays for a gateway.
-            let gateway = self.serves_gateway.then(|| {
+            let frame = self.shared.serves_gateway.then(|| {
                 let frame = crate::gateway::Frame::new(
                     parent,
                     &request,
                     context.user.clone(),
                     context.progress.clone(),
                 );
-                let (gateway, requests) = locara_exec::ToolGateway::channel();
-                context.gateway = Some(gateway);
-                (frame, requests)
+                context.gateway = Some(self.gateway(&frame));
+                frame
             });
             let mut call = ToolCall::new(request.tool, request.arguments).with_context(context);
             call.workspace = request.workspace;
-            let run = self.pipeline.clone().oneshot(call);
-            let (mut result, calls) = match gateway {
-                Some((frame, requests)) => {
-                    let result = self.serve(run, requests, &frame).await?;
-                    (result, frame.take_calls())
-                }
-                None => (run.await?, Vec::new()),
-            };
+            let mut result = self.shared.pipeline.clone().oneshot(call).await?;
+            let calls = frame.map(|f| f.take_calls()).unwrap_or_default();
             let produced = std::mem::take(&mut result.files);
             let provenance = result.provenance.clone();
             let mut response = response(result);

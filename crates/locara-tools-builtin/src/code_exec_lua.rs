@@ -691,30 +691,34 @@ fn progress_call(
     Ok(0)
 }
 
-/// `__code_exec_tools(request)`, behind the driver's `locara.call`, `locara.search` and
-/// `locara.describe`: sends the JSON `request` to the host's `tools` gateway and returns its
-/// answer as the text of a Lua table constructor, or `nil, code, message` when the gateway
-/// refused (`capability_denied`) or failed (`failed`). Files go by value: an object
-/// `{"__locara_file": path}` in the request becomes `{"base64": …}` of that file, and the files
-/// of a call's answer are saved under `calls/<n>/` and returned with their `path` instead.
+/// `__code_exec_tools(request, file_mt)`, behind the driver's `locara.call`, `locara.search`
+/// and `locara.describe`: sends the Lua table `request` as JSON to the host's `tools` gateway
+/// and returns its answer as Lua tables, or `nil, code, message` when the gateway refused
+/// (`capability_denied`) or failed (`failed`). Both conversions are done here, in Rust: no
+/// JSON text is built or parsed in Lua, and no answer is compiled as a chunk. Files go by
+/// value: a table whose metatable is `file_mt` (`locara.file`) becomes `{"base64": …}` of that
+/// file, and the files of a call's answer are saved under `calls/<n>/` and returned with their
+/// `path` instead.
 fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> {
-    let request = l
-        .get_arg(1)
-        .and_then(|v| v.as_bytes().map(<[u8]>::to_vec))
-        .unwrap_or_default();
-    let answer = serde_json::from_slice::<Value>(&request)
-        .map_err(|e| ToolError::failed(format!("a tool request is not JSON (is it UTF-8?): {e}")))
-        .and_then(|mut request| {
-            inline_files(&mut request)?;
+    let request = l.get_arg(1).unwrap_or_else(LuaValue::nil);
+    let file_mt = l.get_arg(2).unwrap_or_else(LuaValue::nil);
+    let request = match lua_to_json(&request, &file_mt, 0) {
+        Ok(request) => request,
+        Err(message) => return Err(l.error(message)),
+    };
+    let answer = {
+        let mut request = request;
+        inline_files(&mut request).and_then(|()| {
             let answer = locara_pdk::host::call("tools", &request)?;
             save_files(answer, calls_made)
-        });
+        })
+    };
     match answer {
         Ok(answer) => {
-            let mut text = String::new();
-            lua_literal(&answer, &mut text);
-            let text = l.create_string(&text)?;
-            l.push_value(text)?;
+            // No collection runs between these allocations (luars collects only at the VM's
+            // safe points), and the finished table is rooted on the stack at once.
+            let answer = json_to_lua(l, &answer)?;
+            l.push_value(answer)?;
             Ok(1)
         }
         Err(error) => {
@@ -730,6 +734,117 @@ fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize>
             Ok(3)
         }
     }
+}
+
+/// How deep tables passed to a tool may nest: deeper is taken for a table that holds itself.
+const MAX_ARGUMENT_DEPTH: usize = 64;
+
+/// A Lua value passed to a tool, as JSON: a table is an array when its keys are exactly
+/// `1..n` (n > 0), an object when they are all strings (an empty table is `{}`), and a file
+/// when its metatable is `file_mt` (`{"__locara_file": path}`, inlined by [`inline_files`]).
+fn lua_to_json(value: &LuaValue, file_mt: &LuaValue, depth: usize) -> Result<Value, String> {
+    if value.is_nil() {
+        return Ok(Value::Null);
+    }
+    if let Some(b) = value.as_boolean() {
+        return Ok(Value::Bool(b));
+    }
+    if let Some(i) = value.as_integer_strict() {
+        return Ok(Value::from(i));
+    }
+    if value.is_float() {
+        let f = value.as_float().unwrap_or(f64::NAN);
+        return serde_json::Number::from_f64(f)
+            .map(Value::Number)
+            .ok_or_else(|| "a tool argument cannot be NaN or infinite".to_owned());
+    }
+    if let Some(bytes) = value.as_bytes().or_else(|| value.as_binary()) {
+        return String::from_utf8(bytes.to_vec())
+            .map(Value::String)
+            .map_err(|_| "a string passed to a tool is not UTF-8 text".to_owned());
+    }
+    let Some(table) = value.as_table() else {
+        return Err("a tool argument cannot be a function, a thread or userdata".to_owned());
+    };
+    if depth == MAX_ARGUMENT_DEPTH {
+        return Err(format!(
+            "the tables passed to a tool nest deeper than {MAX_ARGUMENT_DEPTH} (does one hold itself?)"
+        ));
+    }
+    if !file_mt.is_nil() && table.get_metatable().as_ref() == Some(file_mt) {
+        let path = table
+            .iter_all()
+            .into_iter()
+            .find(|(k, _)| k.as_bytes() == Some(b"path"))
+            .and_then(|(_, v)| {
+                v.as_bytes()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+            })
+            .ok_or_else(|| "a locara.file has no path".to_owned())?;
+        return Ok(serde_json::json!({ "__locara_file": path }));
+    }
+    let entries = table.iter_all();
+    let n = table.len();
+    let is_array = n > 0
+        && entries.len() == n
+        && entries.iter().all(|(k, _)| {
+            k.as_integer_strict()
+                .is_some_and(|i| i >= 1 && i as usize <= n)
+        });
+    if is_array {
+        let mut items = vec![Value::Null; n];
+        for (k, v) in &entries {
+            let i = k.as_integer_strict().unwrap_or(1) as usize - 1;
+            items[i] = lua_to_json(v, file_mt, depth + 1)?;
+        }
+        return Ok(Value::Array(items));
+    }
+    let mut map = serde_json::Map::with_capacity(entries.len());
+    for (k, v) in &entries {
+        let key = k.as_bytes().or_else(|| k.as_binary()).ok_or_else(|| {
+            "a table passed to a tool has keys that are neither all strings (an object) nor 1..n (an array)"
+                .to_owned()
+        })?;
+        let key = String::from_utf8(key.to_vec())
+            .map_err(|_| "a key of a table passed to a tool is not UTF-8 text".to_owned())?;
+        map.insert(key, lua_to_json(v, file_mt, depth + 1)?);
+    }
+    Ok(Value::Object(map))
+}
+
+/// `value` as a Lua value: `null` is `nil` (in a table, no entry), an array a table `1..n`.
+fn json_to_lua(l: &mut LuaState, value: &Value) -> luars::LuaResult<LuaValue> {
+    Ok(match value {
+        Value::Null => LuaValue::nil(),
+        Value::Bool(b) => LuaValue::boolean(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => LuaValue::integer(i),
+            (None, Some(f)) => LuaValue::float(f),
+            (None, None) => LuaValue::nil(),
+        },
+        Value::String(s) => l.create_string(s)?,
+        Value::Array(items) => {
+            let table = l.create_table(items.len(), 0)?;
+            for (i, item) in (1..).zip(items) {
+                let item = json_to_lua(l, item)?;
+                if !item.is_nil() {
+                    l.raw_seti(&table, i, item);
+                }
+            }
+            table
+        }
+        Value::Object(map) => {
+            let table = l.create_table(0, map.len())?;
+            for (key, item) in map {
+                let item = json_to_lua(l, item)?;
+                if !item.is_nil() {
+                    let key = l.create_string(key)?;
+                    l.raw_set(&table, key, item);
+                }
+            }
+            table
+        }
+    })
 }
 
 /// Replaces every `{"__locara_file": path}` in `value` with `{"base64": …}` of the file.
@@ -781,61 +896,6 @@ fn save_files(mut answer: Value, calls_made: &mut u32) -> Result<Value, ToolErro
         }
     }
     Ok(answer)
-}
-
-/// Writes `value` as a Lua table constructor (`null` is `nil`: in a table, no entry).
-fn lua_literal(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("nil"),
-        Value::Bool(b) => {
-            let _ = write!(out, "{b}");
-        }
-        Value::Number(n) => {
-            let _ = match (n.as_i64(), n.as_f64()) {
-                (Some(i), _) => write!(out, "{i}"),
-                (None, Some(f)) => write!(out, "{f:?}"),
-                (None, None) => write!(out, "nil"),
-            };
-        }
-        Value::String(s) => lua_string(s, out),
-        Value::Array(items) => {
-            out.push('{');
-            for item in items {
-                lua_literal(item, out);
-                out.push(',');
-            }
-            out.push('}');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (key, item) in map {
-                out.push('[');
-                lua_string(key, out);
-                out.push_str("]=");
-                lua_literal(item, out);
-                out.push(',');
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// Writes `text` as a Lua string literal, every byte outside printable ASCII escaped.
-fn lua_string(text: &str, out: &mut String) {
-    out.push('"');
-    for b in text.bytes() {
-        match b {
-            b'"' | b'\\' => {
-                out.push('\\');
-                out.push(char::from(b));
-            }
-            0x20..=0x7e => out.push(char::from(b)),
-            _ => {
-                let _ = write!(out, "\\{b:03}");
-            }
-        }
-    }
-    out.push('"');
 }
 
 /// Calls `write` with the bytes of every argument, which must all be strings.
@@ -904,8 +964,8 @@ task_methods.__index = task_methods
 function task_methods:step(message) progress_call("step", self.handle, message) end
 function task_methods:done(summary) progress_call("done", self.handle, summary) end
 
--- Tool calls (docs/code-mode.md): requests go out as JSON, answers come back as the text of a
--- Lua table constructor.
+-- Tool calls (docs/code-mode.md): requests go to the host as Lua tables and answers come back
+-- as Lua tables; the conversions to and from JSON are done in Rust (`tools_call`).
 local tools_call = __code_exec_tools
 local file_mt = {__tostring = function(f) return f.path end}
 local error_mt = {__tostring = function(e)
@@ -919,68 +979,13 @@ local function locara_error(tool, report)
     report = report,
   }, error_mt)
 end
-local function json_string(s)
-  return '"' .. (s:gsub('[%c"\\]', function(c)
-    if c == '"' then return '\\"' elseif c == "\\" then return "\\\\" end
-    return string.format("\\u%04x", c:byte())
-  end)) .. '"'
-end
-local function json(v, out)
-  local t = type(v)
-  if v == nil then
-    out[#out + 1] = "null"
-  elseif t == "boolean" then
-    out[#out + 1] = tostring(v)
-  elseif t == "number" then
-    if math.type(v) == "integer" then
-      out[#out + 1] = string.format("%d", v)
-    elseif v ~= v or v == math.huge or v == -math.huge then
-      error("a tool argument cannot be NaN or infinite", 0)
-    else
-      out[#out + 1] = string.format("%.17g", v)
-    end
-  elseif t == "string" then
-    out[#out + 1] = json_string(v)
-  elseif t == "table" and getmetatable(v) == file_mt then
-    out[#out + 1] = '{"__locara_file":' .. json_string(v.path) .. "}"
-  elseif t == "table" then
-    local n, count = #v, 0
-    for _ in pairs(v) do count = count + 1 end
-    if n > 0 and count == n then
-      out[#out + 1] = "["
-      for i = 1, n do
-        if i > 1 then out[#out + 1] = "," end
-        json(v[i], out)
-      end
-      out[#out + 1] = "]"
-    else
-      out[#out + 1] = "{"
-      local first = true
-      for k, x in pairs(v) do
-        if type(k) ~= "string" then
-          error("a table passed to a tool has keys that are neither all strings (an object) nor 1..n (an array)", 0)
-        end
-        if not first then out[#out + 1] = "," end
-        first = false
-        out[#out + 1] = json_string(k)
-        out[#out + 1] = ":"
-        json(x, out)
-      end
-      out[#out + 1] = "}"
-    end
-  else
-    error("a tool argument cannot be a " .. t, 0)
-  end
-end
 local function ask(request)
-  local out = {}
-  json(request, out)
-  local text, code, message = tools_call(table.concat(out))
-  if not text then
+  local answer, code, message = tools_call(request, file_mt)
+  if not answer then
     local hint = code == "capability_denied" and "the app must grant `tools` for a program to call tools" or ""
     error(locara_error(request.tool or "tools", {code = code, message = message, hint = hint}), 3)
   end
-  return load("return " .. text, "=(tools answer)", "t", {})()
+  return answer
 end
 local function call(tool, args)
   if type(tool) ~= "string" then error("the tool must be named by a string", 2) end

@@ -76,7 +76,7 @@ impl Locara {
         on_event: &(dyn Fn(ChatEvent<'_>) + Send + Sync),
     ) -> Result<ChatResponse, Error> {
         let started = Instant::now();
-        let model = match (&request.model, &self.services.llm) {
+        let model = match (&request.model, &self.shared.services.llm) {
             (Some(model), _) => model.clone(),
             (None, Some(llm)) => ChatModel::from_llm(llm),
             (None, None) => {
@@ -88,7 +88,7 @@ impl Locara {
             }
         };
         let url = wire::url(&model)?;
-        let Some(http) = self.services.http.clone() else {
+        let Some(http) = self.shared.services.http.clone() else {
             return Err(Error::new(
                 "no_http_client",
                 "this host has no HTTP client to reach the model with",
@@ -102,7 +102,7 @@ impl Locara {
                 "start it with the user's message, e.g. ChatRequest::new(\"…\")",
             ));
         }
-        if request.receipts && self.receipt_key.is_none() {
+        if request.receipts && self.shared.receipt_key.is_none() {
             return Err(Error::new(
                 "receipt_unavailable",
                 "receipts were asked for, but this host has no receipt key",
