@@ -2,9 +2,10 @@
 //! inner call going through the whole pipeline with the app's grants.
 //!
 //! A call is served a gateway when the app grants `tools` (otherwise nothing here runs, and the
-//! call costs what it always did). Its future then answers the program's requests while it runs
-//! (`serve`): each inner call is a future of the outer one, so it ends when the outer call does
-//! (its deadline, a cancel, a dropped future), which cancels it in the sandbox. What a program
+//! call costs what it always did). The gateway holds a clone of the `Locara` handle and answers
+//! each request on the program's own thread ([`Locara::gateway`]); the program waits on it raced
+//! against the outer call's deadline and cancel token, so an inner call ends when the outer call
+//! does (its deadline, a cancel, a dropped future), which cancels it in the sandbox. What a program
 //! may do is bounded per outer call, across every level of nesting ([`GatewayLimits`]): how many
 //! tool calls, how deep (a program calling a program), and how many bytes of answers.
 
