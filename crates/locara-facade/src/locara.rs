@@ -313,10 +313,9 @@ fn conflicting_tool(message: String, hint: &str) -> Error {
 
 /// The one entry point for hosts and agents: search, describe, run and chain tools.
 ///
-/// `Send + Sync`: share one behind an `Arc` (or by reference across scoped threads); calls may
-/// run concurrently. Dropping the future of [`run`](Locara::run) cancels the call.
-///
-/// A handle: cloning it is cheap, and every clone is the same instance.
+/// A handle, `Send + Sync` and cheap to clone: every clone is the same instance, and calls may
+/// run concurrently through any of them. Dropping the future of [`run`](Locara::run) cancels
+/// the call.
 #[derive(Debug, Clone)]
 pub struct Locara {
     pub(crate) shared: Arc<Shared>,

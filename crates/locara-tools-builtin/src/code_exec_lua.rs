@@ -702,17 +702,14 @@ fn progress_call(
 fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> {
     let request = l.get_arg(1).unwrap_or_else(LuaValue::nil);
     let file_mt = l.get_arg(2).unwrap_or_else(LuaValue::nil);
-    let request = match lua_to_json(&request, &file_mt, 0) {
+    let mut request = match lua_to_json(&request, &file_mt, 0) {
         Ok(request) => request,
         Err(message) => return Err(l.error(message)),
     };
-    let answer = {
-        let mut request = request;
-        inline_files(&mut request).and_then(|()| {
-            let answer = locara_pdk::host::call("tools", &request)?;
-            save_files(answer, calls_made)
-        })
-    };
+    let answer = inline_files(&mut request).and_then(|()| {
+        let answer = locara_pdk::host::call("tools", &request)?;
+        save_files(answer, calls_made)
+    });
     match answer {
         Ok(answer) => {
             // No collection runs between these allocations (luars collects only at the VM's
