@@ -6,6 +6,9 @@
 //! a development key, through `locara-registry`'s own functions. Naming the tools a first run
 //! needs builds only their dependencies: each tool bin has a cargo feature of its name.
 //!
+//! `cargo xtask sdk python|node|test` builds the Python and Node packages and runs their suites
+//! (see `sdk.rs`).
+//!
 //! `cargo xtask fuzz [--seconds N] [TARGET...]` builds the cargo-fuzz targets in `fuzz/` and runs
 //! each for a bounded time, as CI does (see `fuzz.rs`).
 
@@ -19,6 +22,7 @@ use std::{
 use anyhow::{Context, Result, bail, format_err};
 
 mod fuzz;
+mod sdk;
 #[cfg(test)]
 mod tidy;
 use locara_registry::{
@@ -42,6 +46,11 @@ tasks:
                              build the fuzz targets in fuzz/ (installing cargo-fuzz if
                              missing) and run each for N seconds (default 60) on a copy of
                              its committed corpus; fails on any crash
+  sdk python|node|test [--release] [--out DIR]
+                             build the Python wheel (maturin) or the npm tarball of the
+                             language packages into DIR (default <target>/sdk/dist); `test`
+                             builds both, installs them and runs their pytest and node:test
+                             suites (needs `bash .ci/test-deps`)
 ";
 
 fn main() -> Result<()> {
@@ -59,6 +68,7 @@ fn main() -> Result<()> {
             build_tools(&home, ids)
         }
         Some("fuzz") => fuzz::run(&fuzz::parse_args(&args[1..])?),
+        Some("sdk") => sdk::run(&sdk::parse_args(&args[1..])?),
         Some("help" | "--help" | "-h") | None => {
             eprint!("{USAGE}");
             Ok(())

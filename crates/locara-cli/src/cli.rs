@@ -349,6 +349,9 @@ pub(crate) enum ExportFormat {
     /// TypeScript declarations of the `locara` global a code-exec.js program calls tools
     /// through (`locara.tools.pdfSplit({...})`), typed from the tools' schemas.
     Typescript,
+    /// The same tool types as a TypeScript module without the `locara` global: the types of
+    /// `loc.tools` in the Node package `@locara/sdk`.
+    TypescriptModule,
     /// A Python stub of the `locara` module a code-exec.python program calls tools through
     /// (`locara.tools.pdf_split(...)`), typed from the tools' schemas.
     Python,
@@ -369,6 +372,7 @@ impl ExportFormat {
             ExportFormat::Openai => Export::Definitions(ToolFormat::OpenAi),
             ExportFormat::Anthropic => Export::Definitions(ToolFormat::Anthropic),
             ExportFormat::Typescript => Export::Api(ApiLanguage::TypeScript),
+            ExportFormat::TypescriptModule => Export::Api(ApiLanguage::TypeScriptModule),
             ExportFormat::Python => Export::Api(ApiLanguage::Python),
         }
     }

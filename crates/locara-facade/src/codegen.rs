@@ -20,6 +20,9 @@ use crate::{Locara, ToolDescription};
 pub enum ApiLanguage {
     /// TypeScript declarations (`.d.ts`) of code-exec.js's `locara` global.
     TypeScript,
+    /// The same tool types as a plain module, without the `locara` global: the
+    /// `tools.d.ts` of the Node package `@locara/sdk`, whose `loc.tools` has these methods.
+    TypeScriptModule,
     /// A Python stub (`.pyi`) of code-exec.python's `locara` module.
     Python,
 }
@@ -43,7 +46,8 @@ impl Locara {
             output: &d.output_schema,
         });
         match language {
-            ApiLanguage::TypeScript => typescript(tools),
+            ApiLanguage::TypeScript => typescript(tools, TS_GLOBAL),
+            ApiLanguage::TypeScriptModule => typescript(tools, ""),
             ApiLanguage::Python => python(tools),
         }
     }
@@ -126,7 +130,8 @@ fn comment(text: &str, prefix: &str, out: &mut String) {
 
 // --- TypeScript ---------------------------------------------------------------------------
 
-fn typescript<'a>(tools: impl Iterator<Item = Tool<'a>>) -> String {
+/// The declarations of `tools`, followed by `global` (the `locara` global of code mode).
+fn typescript<'a>(tools: impl Iterator<Item = Tool<'a>>, global: &str) -> String {
     let mut out = String::from(TS_PRELUDE);
     let mut members = String::new();
     for tool in tools {
@@ -154,7 +159,7 @@ fn typescript<'a>(tools: impl Iterator<Item = Tool<'a>>) -> String {
     }
     let _ = write!(
         out,
-        "/** Every tool this app may call, named in camelCase (`pdf.split` is `pdfSplit`). */\nexport interface Tools {{\n{members}}}\n{TS_GLOBAL}"
+        "/** Every tool this app may call, named in camelCase (`pdf.split` is `pdfSplit`). */\nexport interface Tools {{\n{members}}}\n{global}"
     );
     out
 }
