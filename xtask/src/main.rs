@@ -6,7 +6,7 @@
 //! a development key, through `locara-registry`'s own functions. Naming the tools a first run
 //! needs builds only their dependencies: each tool bin has a cargo feature of its name.
 //!
-//! `cargo xtask sdk python|node|test` builds the Python and Node packages and runs their suites
+//! `cargo xtask sdk python|node|test|bench` builds the Python and Node packages, runs their suites
 //! (see `sdk.rs`).
 //!
 //! `cargo xtask fuzz [--seconds N] [TARGET...]` builds the cargo-fuzz targets in `fuzz/` and runs
@@ -46,11 +46,12 @@ tasks:
                              build the fuzz targets in fuzz/ (installing cargo-fuzz if
                              missing) and run each for N seconds (default 60) on a copy of
                              its committed corpus; fails on any crash
-  sdk python|node|test [--release] [--out DIR]
+  sdk python|node|test|bench [--release] [--out DIR]
                              build the Python wheel (maturin) or the npm tarball of the
                              language packages into DIR (default <target>/sdk/dist); `test`
                              builds both, installs them and runs their pytest and node:test
-                             suites (needs `bash .ci/test-deps`)
+                             suites (needs `bash .ci/test-deps`); `bench` installs the
+                             release builds and runs `cargo bench -p locara-bench --bench sdk`
 ";
 
 fn main() -> Result<()> {

@@ -48,14 +48,17 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Args> {
                 let dir = args.next().context("--out needs a directory")?;
                 parsed.out = Some(PathBuf::from(dir));
             }
-            task @ ("python" | "node" | "test") if parsed.task.is_empty() => {
+            task @ ("python" | "node" | "test" | "bench") if parsed.task.is_empty() => {
                 task.clone_into(&mut parsed.task);
             }
             other => bail!("unexpected argument `{other}` to sdk\n\n{}", crate::USAGE),
         }
     }
     if parsed.task.is_empty() {
-        bail!("sdk needs a task: python, node or test\n\n{}", crate::USAGE);
+        bail!(
+            "sdk needs a task: python, node, test or bench\n\n{}",
+            crate::USAGE
+        );
     }
     Ok(parsed)
 }
@@ -65,6 +68,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     match args.task.as_str() {
         "python" => build_wheel(args.release, &out).map(drop),
         "node" => build_npm(args.release, &test_home()?, &out).map(drop),
+        "bench" => bench(&out),
         _ => test(args.release, &out),
     }
 }
@@ -198,6 +202,53 @@ fn test_home() -> Result<PathBuf> {
     Ok(home)
 }
 
+/// Installs `wheel` into the test venv.
+fn install_wheel(wheel: &Path) -> Result<()> {
+    status(
+        Command::new(venv().join("bin/python"))
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+            .args(["--no-deps", "--force-reinstall"])
+            .arg(wheel),
+    )
+}
+
+/// A fresh npm project at `dir` with `tarball` installed.
+fn npm_project(dir: &Path, tarball: &Path) -> Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(
+        dir.join("package.json"),
+        r#"{"name": "locara-sdk-project", "private": true, "type": "module"}"#,
+    )?;
+    status(
+        Command::new("npm")
+            .args([
+                "install",
+                "--silent",
+                "--no-audit",
+                "--no-fund",
+                "--offline",
+            ])
+            .arg(tarball)
+            .current_dir(dir),
+    )
+}
+
+/// Builds and installs the release packages, then runs `cargo bench -p locara-bench --bench
+/// sdk` against them.
+fn bench(out: &Path) -> Result<()> {
+    let home = test_home()?;
+    install_wheel(&build_wheel(true, out)?)?;
+    let project = sdk_dir().join("bench-node");
+    npm_project(&project, &build_npm(true, &home, out)?)?;
+    status(
+        cargo()
+            .args(["bench", "--locked", "-p", "locara-bench", "--bench", "sdk"])
+            .env("LOCARA_SDK_PYTHON", venv().join("bin/python"))
+            .env("LOCARA_SDK_NODE_PROJECT", &project),
+    )
+}
+
 /// Builds both packages, installs each from what was built (the wheel into the test venv, the
 /// tarball into a fresh npm project), and runs pytest and node:test against them.
 fn test(release: bool, out: &Path) -> Result<()> {
@@ -205,22 +256,9 @@ fn test(release: bool, out: &Path) -> Result<()> {
     let home = test_home()?;
     let wheel = build_wheel(release, out)?;
     let tarball = build_npm(release, &home, out)?;
-    let python = venv().join("bin/python");
+    install_wheel(&wheel)?;
     status(
-        Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--force-reinstall",
-            ])
-            .arg(&wheel),
-    )?;
-    status(
-        Command::new(&python)
+        Command::new(venv().join("bin/python"))
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
             .arg(root.join("crates/locara-python/tests"))
             .env("LOCARA_TEST_HOME", &home)

@@ -259,20 +259,22 @@ export class Locara {
   /** Runs `tool` (`id` or `id@version`) with `args`; options `workspace`, `receipt`, `seed`,
    * `user`. Resolves to `{tool, output, files, stderr, stats, ...}`. */
   async run(tool, args = {}, options = {}) {
-    return result(unwrap(await this.#core.call('run', runRequest(tool, args, options))));
+    // A call that ends in its first poll answers at once; a longer one, with a Promise.
+    const answer = this.#core.run(JSON.stringify(runRequest(tool, args, options)));
+    return result(unwrap(JSON.parse(typeof answer === 'string' ? answer : await answer)));
   }
 
   /** Runs calls (`{tool, arguments}`) as one batch: read-only ones concurrently. */
   async runBatch(calls) {
     const request = { calls: calls.map((c) => ({ ...snakeKeys(c), arguments: encode(c.arguments ?? {}) })) };
-    return unwrap(await this.#core.call('run_batch', request));
+    return unwrap(JSON.parse(await this.#core.call('run_batch', JSON.stringify(request))));
   }
 
   /** Runs a chain of steps (`{tool, arguments, id?, when?, for_each?, as?}`); options
    * `maxCalls`, `wallTimeMs`. */
   async runChain(steps, options = {}) {
     const request = { steps: steps.map((s) => ({ ...s, arguments: encode(s.arguments ?? {}) })), ...snakeKeys(options) };
-    return unwrap(await this.#core.call('run_chain', request));
+    return unwrap(JSON.parse(await this.#core.call('run_chain', JSON.stringify(request))));
   }
 
   /**

@@ -9,11 +9,26 @@
 //! `LocaraError` or the `tools` proxy: those are `npm/index.js`, and running a call is the
 //! facade's.
 
+use std::{
+    collections::HashSet,
+    future::Future as _,
+    sync::{Arc, Mutex, MutexGuard},
+    task::{Context, Poll},
+};
+
+use locara_facade::RunRequest;
 use locara_sdk::Sdk;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::{Value, json};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
+
+/// The set of warm tools, whatever a panicking holder left in it (a tool id more or less only
+/// decides where a call is first polled).
+fn lock(warm: &Mutex<HashSet<String>>) -> MutexGuard<'_, HashSet<String>> {
+    warm.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A call's outcome as the JavaScript half reads it.
 fn outcome(result: std::result::Result<Value, Value>) -> Value {
@@ -23,21 +38,50 @@ fn outcome(result: std::result::Result<Value, Value>) -> Value {
     }
 }
 
+/// An outcome as JSON text, which `JSON.parse` turns into objects faster than N-API calls
+/// building them one property at a time.
+fn outcome_text<T: serde::Serialize, E: serde::Serialize>(
+    result: std::result::Result<&T, &E>,
+) -> String {
+    let (ok, field, value) = match result {
+        Ok(value) => (true, "value", serde_json::to_string(value)),
+        Err(report) => (false, "error", serde_json::to_string(report)),
+    };
+    match value {
+        Ok(value) => format!("{{\"ok\":{ok},\"{field}\":{value}}}"),
+        Err(e) => outcome(Err(locara_sdk::error(
+            "internal",
+            format!("cannot encode the answer: {e}"),
+            "report this as a bug",
+        )))
+        .to_string(),
+    }
+}
+
 /// An open Locara: the facade behind the JavaScript `Locara` class.
 #[napi]
 #[derive(Debug)]
 pub struct Core {
     sdk: Sdk,
+    /// The tools that have run once in this process: verified and compiled, so a call of one
+    /// is polled first on the JavaScript thread (for at most one fuel slice, as the facade
+    /// polls short calls on its caller's thread) and most calls end there, without the two
+    /// thread hops of a Promise resolved from another thread. A first call, which may hash
+    /// and compile a large module, always runs on the runtime's threads.
+    warm: Arc<Mutex<HashSet<String>>>,
 }
 
 #[napi]
 impl Core {
-    /// Opens Locara with `options` (`{home, app, engine, workspace, allowWrite, …}` in the
-    /// facade's snake_case); `{ok: false, error}` when it cannot.
+    /// Opens Locara with `options` (`{home, app, engine, workspace, allow_write, …}`); throws
+    /// an error whose message is the report's JSON when it cannot.
     #[napi(factory)]
     pub fn open(options: Value) -> Result<Core> {
         Sdk::open(options, None)
-            .map(|sdk| Core { sdk })
+            .map(|sdk| Core {
+                sdk,
+                warm: Arc::default(),
+            })
             .map_err(|report| Error::from_reason(report.to_string()))
     }
 
@@ -59,26 +103,70 @@ impl Core {
         outcome(self.sdk.describe(&tool))
     }
 
-    /// The API of every callable tool as `typescript` or `python` source, as an outcome.
+    /// The API of every callable tool as `typescript`, `typescript-module` or `python` source,
+    /// as an outcome.
     #[napi]
     pub fn export_api(&self, language: String) -> Value {
         outcome(self.sdk.export_api(&language).map(Value::String))
     }
 
-    /// Runs `op` (`run`, `run_batch`, `run_chain`) on `request`; resolves to an outcome.
+    /// Runs one call (a `RunRequest` as JSON text): its outcome as JSON text, at once when the
+    /// call ended in its first poll, else a Promise of it.
+    #[napi(ts_return_type = "string | Promise<string>")]
+    pub fn run<'env>(
+        &self,
+        env: &'env Env,
+        request: String,
+    ) -> Result<Either<String, PromiseRaw<'env, String>>> {
+        let request: RunRequest = match serde_json::from_str(&request) {
+            Ok(request) => request,
+            Err(e) => {
+                return Ok(Either::A(
+                    outcome(Err(locara_sdk::invalid_call(&e))).to_string(),
+                ));
+            }
+        };
+        let tool = request.tool.clone();
+        let warm = lock(&self.warm).contains(&tool);
+        let sdk = self.sdk.clone();
+        let seen = Arc::clone(&self.warm);
+        let mut call = Box::pin(async move {
+            let answer = sdk.run_request(request).await;
+            if answer.is_ok() {
+                lock(&seen).insert(tool);
+            }
+            outcome_text(answer.as_ref().map_err(locara_facade::Error::report))
+        });
+        if warm {
+            let polled = napi::bindgen_prelude::within_runtime_if_available(|| {
+                call.as_mut()
+                    .poll(&mut Context::from_waker(std::task::Waker::noop()))
+            });
+            if let Poll::Ready(text) = polled {
+                return Ok(Either::A(text));
+            }
+        }
+        Ok(Either::B(env.spawn_future(async move { Ok(call.await) })?))
+    }
+
+    /// Runs `op` (`run_batch`, `run_chain`) on `request` (JSON text); resolves to its outcome
+    /// as JSON text.
     #[napi]
-    pub async fn call(&self, op: String, request: Value) -> Value {
+    pub async fn call(&self, op: String, request: String) -> String {
+        let request: Value = match serde_json::from_str(&request) {
+            Ok(request) => request,
+            Err(e) => return outcome(Err(locara_sdk::invalid_call(&e))).to_string(),
+        };
         let result = match op.as_str() {
-            "run" => self.sdk.run(request).await,
             "run_batch" => self.sdk.run_batch(request).await,
             "run_chain" => self.sdk.run_chain(request).await,
             other => Err(locara_sdk::error(
                 "invalid_request",
                 format!("unknown operation `{other}`"),
-                "use run, run_batch or run_chain",
+                "use run_batch or run_chain",
             )),
         };
-        outcome(result)
+        outcome_text(result.as_ref())
     }
 
     /// Starts a chat; its events and its end are read from the session.
@@ -95,8 +183,8 @@ impl Core {
             let _ = done.send(outcome(sdk.chat(request, &on_event).await));
         });
         ChatSession {
-            events: Mutex::new(receiver),
-            end: Mutex::new(Some(end)),
+            events: tokio::sync::Mutex::new(receiver),
+            end: tokio::sync::Mutex::new(Some(end)),
             task,
         }
     }
@@ -107,8 +195,8 @@ impl Core {
 #[napi]
 #[derive(Debug)]
 pub struct ChatSession {
-    events: Mutex<mpsc::UnboundedReceiver<Value>>,
-    end: Mutex<Option<oneshot::Receiver<Value>>>,
+    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<Value>>,
+    end: tokio::sync::Mutex<Option<oneshot::Receiver<Value>>>,
     task: tokio::task::JoinHandle<()>,
 }
 

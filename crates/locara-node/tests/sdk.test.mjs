@@ -10,7 +10,8 @@ import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, realpathSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 
 import { Locara, LocaraError, ProducedFile, file } from '@locara/sdk';
 
@@ -27,7 +28,7 @@ before(async () => {
 });
 
 test('the package is the installed tarball', () => {
-  const installed = realpathSync(fileURLToPath(import.meta.resolve('@locara/sdk')));
+  const installed = realpathSync(createRequire(import.meta.url).resolve('@locara/sdk'));
   assert.match(installed, /node_modules\/@locara\/sdk\/index\.js$/);
 });
 

@@ -12,6 +12,7 @@
 use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
+use locara_facade::{RunRequest, RunResponse};
 use locara_sdk::Sdk;
 use pyo3::{
     create_exception,
@@ -185,21 +186,63 @@ fn failure(py: Python<'_>, report: &Value) -> PyErr {
     }
 }
 
+/// A call of one tool, from the arguments of `Core.run` and `Core.start_run`.
+fn run_request(
+    tool: String,
+    arguments: &Bound<'_, PyAny>,
+    workspace: Option<std::path::PathBuf>,
+    receipt: bool,
+    seed: Option<u64>,
+    user: Option<String>,
+) -> PyResult<RunRequest> {
+    let mut request = RunRequest::new(tool, to_json(arguments, Mode::Arguments, 0)?);
+    if let Some(dir) = workspace {
+        request = request.with_workspace(dir);
+    }
+    if receipt {
+        request = request.with_receipt();
+    }
+    if let Some(seed) = seed {
+        request = request.with_seed(seed);
+    }
+    if let Some(user) = user {
+        request = request.with_user(user);
+    }
+    Ok(request)
+}
+
+/// A call's response as Python, or its error's report raised as `Failure`.
+fn answer<'py>(
+    py: Python<'py>,
+    answer: Result<RunResponse, locara_facade::Error>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let converted = match &answer {
+        Ok(response) => pythonize::pythonize(py, response),
+        Err(error) => pythonize::pythonize(py, error.report()),
+    };
+    let converted =
+        converted.map_err(|e| PyException::new_err(format!("cannot convert the answer: {e}")))?;
+    match answer {
+        Ok(_) => Ok(converted),
+        Err(_) => Err(Failure::new_err((converted.unbind(),))),
+    }
+}
+
 /// What an operation asks of the facade.
 enum Op {
-    Run,
-    Batch,
-    Chain,
-    Chat(Option<Py<PyAny>>),
+    Run(RunRequest),
+    Batch(Value),
+    Chain(Value),
+    Chat(Value, Option<Py<PyAny>>),
 }
 
 impl Op {
-    fn parse(name: &str, on_event: Option<Py<PyAny>>) -> PyResult<Op> {
+    fn parse(name: &str, request: &Bound<'_, PyAny>, on_event: Option<Py<PyAny>>) -> PyResult<Op> {
+        let request = to_json(request, Mode::Arguments, 0)?;
         Ok(match name {
-            "run" => Op::Run,
-            "run_batch" => Op::Batch,
-            "run_chain" => Op::Chain,
-            "chat" => Op::Chat(on_event),
+            "run_batch" => Op::Batch(request),
+            "run_chain" => Op::Chain(request),
+            "chat" => Op::Chat(request, on_event),
             other => {
                 return Err(PyValueError::new_err(format!(
                     "unknown operation `{other}`"
@@ -208,12 +251,17 @@ impl Op {
         })
     }
 
-    async fn call(self, sdk: Sdk, request: Value) -> Result<Value, Value> {
+    async fn call(self, sdk: Sdk) -> Result<Value, Value> {
         match self {
-            Op::Run => sdk.run(request).await,
-            Op::Batch => sdk.run_batch(request).await,
-            Op::Chain => sdk.run_chain(request).await,
-            Op::Chat(on_event) => {
+            Op::Run(request) => match sdk.run_request(request).await {
+                Ok(response) => serde_json::to_value(&response).map_err(|e| {
+                    locara_sdk::error("internal", e.to_string(), "report this as a bug")
+                }),
+                Err(error) => Err(locara_sdk::report(&error)),
+            },
+            Op::Batch(request) => sdk.run_batch(request).await,
+            Op::Chain(request) => sdk.run_chain(request).await,
+            Op::Chat(request, on_event) => {
                 let events = move |event: Value| {
                     if let Some(callback) = &on_event {
                         Python::attach(|py| {
@@ -311,8 +359,54 @@ impl Core {
             .map_err(|report| failure(py, &report))
     }
 
-    /// Runs `op` (`run`, `run_batch`, `run_chain`, `chat`) on `request`, blocking this thread
-    /// (not the GIL) until it ends.
+    /// Runs `tool` with `arguments`, blocking this thread (not the GIL) until it ends: the
+    /// response, or `Failure(report)`.
+    #[pyo3(signature = (tool, arguments, workspace = None, receipt = false, seed = None, user = None))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of Locara.run"
+    )]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        tool: String,
+        arguments: &Bound<'py, PyAny>,
+        workspace: Option<std::path::PathBuf>,
+        receipt: bool,
+        seed: Option<u64>,
+        user: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let request = run_request(tool, arguments, workspace, receipt, seed, user)?;
+        let runtime = runtime()?;
+        answer(
+            py,
+            py.detach(|| runtime.block_on(self.sdk.run_request(request))),
+        )
+    }
+
+    /// Starts the call [`Core::run`] makes and returns at once; `done(ok, value)` is called on
+    /// a runtime thread when it ends (`value` is the response, or the error report).
+    #[pyo3(signature = (tool, arguments, done, workspace = None, receipt = false, seed = None, user = None))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of Locara.run"
+    )]
+    fn start_run(
+        &self,
+        tool: String,
+        arguments: &Bound<'_, PyAny>,
+        done: Py<PyAny>,
+        workspace: Option<std::path::PathBuf>,
+        receipt: bool,
+        seed: Option<u64>,
+        user: Option<String>,
+    ) -> PyResult<Pending> {
+        let request = run_request(tool, arguments, workspace, receipt, seed, user)?;
+        self.spawn(Op::Run(request), done)
+    }
+
+    /// Runs `op` (`run_batch`, `run_chain`, `chat`) on `request`, blocking this thread (not the
+    /// GIL) until it ends.
     #[pyo3(signature = (op, request, on_event = None))]
     fn call<'py>(
         &self,
@@ -321,11 +415,10 @@ impl Core {
         request: &Bound<'py, PyAny>,
         on_event: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let op = Op::parse(op, on_event)?;
-        let request = to_json(request, Mode::Arguments, 0)?;
+        let op = Op::parse(op, request, on_event)?;
         let runtime = runtime()?;
         let sdk = self.sdk.clone();
-        match py.detach(|| runtime.block_on(op.call(sdk, request))) {
+        match py.detach(|| runtime.block_on(op.call(sdk))) {
             Ok(response) => to_python(py, &response),
             Err(report) => Err(failure(py, &report)),
         }
@@ -341,11 +434,16 @@ impl Core {
         done: Py<PyAny>,
         on_event: Option<Py<PyAny>>,
     ) -> PyResult<Pending> {
-        let op = Op::parse(op, on_event)?;
-        let request = to_json(request, Mode::Arguments, 0)?;
+        self.spawn(Op::parse(op, request, on_event)?, done)
+    }
+}
+
+impl Core {
+    /// Runs `op` on the runtime, calling `done(ok, value)` on a runtime thread when it ends.
+    fn spawn(&self, op: Op, done: Py<PyAny>) -> PyResult<Pending> {
         let sdk = self.sdk.clone();
         let task = runtime()?.spawn(async move {
-            let result = op.call(sdk, request).await;
+            let result = op.call(sdk).await;
             Python::attach(|py| {
                 let (ok, value) = match &result {
                     Ok(response) => (true, response),

@@ -121,7 +121,8 @@ pub fn error(code: &str, message: impl Into<String>, hint: impl Into<String>) ->
     json!({"code": code, "message": message.into(), "hint": hint.into()})
 }
 
-fn report(error: &locara_facade::Error) -> Value {
+/// An error's report as a value.
+pub fn report(error: &locara_facade::Error) -> Value {
     to_value(error.report())
 }
 
@@ -133,6 +134,15 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
             "report this as a bug",
         )
     })
+}
+
+/// The report of a call that is not a `RunRequest`.
+pub fn invalid_call(e: &impl std::fmt::Display) -> Value {
+    invalid(
+        "call",
+        e,
+        "a call is {tool, arguments, workspace?, receipt?, seed?, user?}",
+    )
 }
 
 fn invalid(what: &str, e: impl std::fmt::Display, hint: &str) -> Value {
@@ -306,33 +316,32 @@ impl Sdk {
         Ok(self.locara.export_api(language))
     }
 
-    /// Reads a run request (the facade's `RunRequest` as JSON); the workspace defaults to the
-    /// app's.
-    fn run_request(&self, request: Value) -> Result<RunRequest, Value> {
-        let mut request: RunRequest = serde_json::from_value(request).map_err(|e| {
-            invalid(
-                "call",
-                e,
-                "a call is {tool, arguments, workspace?, receipt?, seed?, user?}",
-            )
-        })?;
-        if request.workspace.is_none() {
-            request.workspace.clone_from(&self.workspace);
-        }
-        Ok(request)
-    }
-
     /// Runs one call: its response (`ok` false when the tool ran and failed), or the report of
     /// why it could not run.
     ///
     /// # Errors
     /// The error report.
     pub async fn run(&self, request: Value) -> Result<Value, Value> {
-        let request = self.run_request(request)?;
-        match self.locara.run(request).await {
+        let request = serde_json::from_value(request).map_err(|e| invalid_call(&e))?;
+        match self.run_request(request).await {
             Ok(response) => Ok(to_value(&response)),
             Err(e) => Err(report(&e)),
         }
+    }
+
+    /// [`Sdk::run`] without the JSON values, for a binding that converts the response itself
+    /// (the per-call path both packages take); the workspace defaults to the app's.
+    ///
+    /// # Errors
+    /// Why the call could not run.
+    pub async fn run_request(
+        &self,
+        mut request: RunRequest,
+    ) -> Result<locara_facade::RunResponse, locara_facade::Error> {
+        if request.workspace.is_none() {
+            request.workspace.clone_from(&self.workspace);
+        }
+        self.locara.run(request).await
     }
 
     /// Runs a batch (`{"calls": [...]}`): read-only calls concurrently.

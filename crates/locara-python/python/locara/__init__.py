@@ -209,26 +209,6 @@ def _result(raw: dict[str, Any]) -> Result:
 # --- requests ----------------------------------------------------------------------------
 
 
-def _call(
-    tool: str,
-    arguments: Mapping[str, Any] | None,
-    workspace: str | os.PathLike[str] | None,
-    receipt: bool,
-    seed: int | None,
-    user: str | None,
-) -> dict[str, Any]:
-    request: dict[str, Any] = {"tool": tool, "arguments": {} if arguments is None else arguments}
-    if workspace is not None:
-        request["workspace"] = os.fspath(workspace)
-    if receipt:
-        request["receipt"] = True
-    if seed is not None:
-        request["seed"] = seed
-    if user is not None:
-        request["user"] = user
-    return request
-
-
 def _batch_call(call: Any) -> dict[str, Any]:
     if isinstance(call, tuple):
         tool, arguments = call
@@ -410,7 +390,12 @@ class Locara:
         """Runs ``tool`` (``id`` or ``id@version``) with ``arguments``. A ``bytes``, path or
         open file among them is a file, sent by its bytes. Raises a :class:`LocaraError`
         subclass when the call cannot run or the tool fails."""
-        return _result(_core_call(self._core, "run", _call(tool, arguments, workspace, receipt, seed, user)))
+        try:
+            raw = self._core.run(tool, {} if arguments is None else arguments,
+                                 None if workspace is None else os.fspath(workspace), receipt, seed, user)
+        except _locara.Failure as failure:
+            raise _error(failure.args[0]) from None
+        return _result(raw)
 
     def run_batch(self, calls: Iterable[Any]) -> dict[str, Any]:
         """Runs calls (``(tool, arguments)`` pairs or call dicts) as one batch: read-only ones
@@ -468,6 +453,10 @@ class AsyncLocara:
         self.tools = Tools(self.run, loc._index)
 
     async def _start(self, op: str, request: Any, on_event: Callable[[dict[str, Any]], None] | None = None) -> Any:
+        return await self._settle(lambda done, events: self._core.start(op, request, done, events), on_event)
+
+    async def _settle(self, start: Callable[..., Any], on_event: Callable[[dict[str, Any]], None] | None = None) -> Any:
+        """Starts a call with ``start(done, events)`` and awaits its end."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
 
@@ -486,7 +475,7 @@ class AsyncLocara:
             def events(event: dict[str, Any]) -> None:
                 loop.call_soon_threadsafe(on_event, event)
 
-        pending = self._core.start(op, request, done, events)
+        pending = start(done, events)
         try:
             return await future
         except asyncio.CancelledError:
@@ -513,7 +502,10 @@ class AsyncLocara:
         user: str | None = None,
     ) -> Result:
         """:meth:`Locara.run`, awaited."""
-        return _result(await self._start("run", _call(tool, arguments, workspace, receipt, seed, user)))
+        args = {} if arguments is None else arguments
+        path = None if workspace is None else os.fspath(workspace)
+        return _result(await self._settle(
+            lambda done, _: self._core.start_run(tool, args, done, path, receipt, seed, user)))
 
     async def run_batch(self, calls: Iterable[Any]) -> dict[str, Any]:
         """:meth:`Locara.run_batch`, awaited."""
