@@ -66,7 +66,7 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Args> {
 pub(crate) fn run(args: &Args) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(|| sdk_dir().join("dist"));
     match args.task.as_str() {
-        "python" => build_wheel(args.release, &out).map(drop),
+        "python" => build_wheel(args.release, &test_home()?, &out).map(drop),
         "node" => build_npm(args.release, &test_home()?, &out).map(drop),
         "bench" => bench(&out),
         _ => test(args.release, &out),
@@ -103,25 +103,77 @@ fn cargo() -> Command {
     Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
-/// Builds the wheel into `out`; its path.
-fn build_wheel(release: bool, out: &Path) -> Result<PathBuf> {
+/// `locara tools export --format FORMAT` over the catalog of `home`.
+fn export(home: &Path, format: &str) -> Result<Vec<u8>> {
+    let types = cargo()
+        .args(["run", "-q", "--locked", "-p", "locara-cli", "--", "--home"])
+        .arg(home)
+        .args(["tools", "export", "--format", format])
+        .output()
+        .context("running `locara tools export`")?;
+    if !types.status.success() {
+        bail!(
+            "`locara tools export` failed: {}",
+            String::from_utf8_lossy(&types.stderr)
+        );
+    }
+    Ok(types.stdout)
+}
+
+/// Copies the files of directory `from` into `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds the wheel into `out`, its tool types from the catalog of `home`; its path.
+///
+/// maturin builds from a staging copy of the package's Python half with `locara/tools.pyi`
+/// (`locara tools export --format python-module`) added, so the clone stays clean.
+fn build_wheel(release: bool, home: &Path, out: &Path) -> Result<PathBuf> {
     let venv_maturin = venv().join("bin/maturin");
     let maturin = if venv_maturin.is_file() {
         venv_maturin
     } else {
         PathBuf::from("maturin")
     };
+    let crate_dir = project_root().join("crates/locara-python");
+    let source = sdk_dir().join("python-src");
+    let _ = std::fs::remove_dir_all(&source);
+    copy_dir(&crate_dir.join("python"), &source.join("python"))?;
+    std::fs::write(
+        source.join("python/locara/tools.pyi"),
+        export(home, "python-module")?,
+    )?;
+    let pyproject = std::fs::read_to_string(crate_dir.join("pyproject.toml"))?;
+    let manifest = crate_dir.join("Cargo.toml");
+    let manifest = manifest.to_str().context("a UTF-8 path to the crate")?;
+    std::fs::write(
+        source.join("pyproject.toml"),
+        pyproject.replace(
+            "manifest-path = \"Cargo.toml\"",
+            &format!("manifest-path = {manifest:?}"),
+        ),
+    )?;
     let staging = sdk_dir().join("wheel");
     let _ = std::fs::remove_dir_all(&staging);
     let mut command = Command::new(&maturin);
     command
-        .args(["build", "--strip", "--manifest-path"])
-        .arg(project_root().join("crates/locara-python/Cargo.toml"))
-        .arg("--out")
+        .args(["build", "--strip", "--out"])
         .arg(&staging)
         // The interpreter the wheel is built against only names its tag: it is abi3.
         .arg("--interpreter")
-        .arg(venv().join("bin/python"));
+        .arg(venv().join("bin/python"))
+        .current_dir(&source);
     if release {
         command.arg("--release");
     }
@@ -162,19 +214,10 @@ fn build_npm(release: bool, home: &Path, out: &Path) -> Result<PathBuf> {
             .arg(package.join("locara.node")),
     )?;
     // The tools' types, from the built-in tools' manifests (published into the suites' home).
-    let types = cargo()
-        .args(["run", "-q", "--locked", "-p", "locara-cli", "--", "--home"])
-        .arg(home)
-        .args(["tools", "export", "--format", "typescript-module"])
-        .output()
-        .context("running `locara tools export`")?;
-    if !types.status.success() {
-        bail!(
-            "`locara tools export` failed: {}",
-            String::from_utf8_lossy(&types.stderr)
-        );
-    }
-    std::fs::write(package.join("tools.d.ts"), &types.stdout)?;
+    std::fs::write(
+        package.join("tools.d.ts"),
+        export(home, "typescript-module")?,
+    )?;
     std::fs::create_dir_all(out)?;
     let packed = Command::new("npm")
         .args(["pack", "--silent", "--pack-destination"])
@@ -238,7 +281,7 @@ fn npm_project(dir: &Path, tarball: &Path) -> Result<()> {
 /// sdk` against them.
 fn bench(out: &Path) -> Result<()> {
     let home = test_home()?;
-    install_wheel(&build_wheel(true, out)?)?;
+    install_wheel(&build_wheel(true, &home, out)?)?;
     let project = sdk_dir().join("bench-node");
     npm_project(&project, &build_npm(true, &home, out)?)?;
     status(
@@ -254,7 +297,7 @@ fn bench(out: &Path) -> Result<()> {
 fn test(release: bool, out: &Path) -> Result<()> {
     let root = project_root();
     let home = test_home()?;
-    let wheel = build_wheel(release, out)?;
+    let wheel = build_wheel(release, &home, out)?;
     let tarball = build_npm(release, &home, out)?;
     install_wheel(&wheel)?;
     status(
@@ -268,6 +311,20 @@ fn test(release: bool, out: &Path) -> Result<()> {
             .current_dir(sdk_dir()),
     )
     .context("the Python package's tests")?;
+    // The type hints, tools included, as a type checker reads them from the installed wheel.
+    status(
+        Command::new(venv().join("bin/python"))
+            .args([
+                "-m",
+                "mypy",
+                "--strict",
+                "--warn-unused-ignores",
+                "--no-incremental",
+            ])
+            .arg(root.join("crates/locara-python/tests/typed.py"))
+            .current_dir(sdk_dir()),
+    )
+    .context("type-checking a program against the Python package's hints")?;
     let project = sdk_dir().join("node-project");
     let _ = std::fs::remove_dir_all(&project);
     std::fs::create_dir_all(&project)?;

@@ -355,6 +355,9 @@ pub(crate) enum ExportFormat {
     /// A Python stub of the `locara` module a code-exec.python program calls tools through
     /// (`locara.tools.pdf_split(...)`), typed from the tools' schemas.
     Python,
+    /// The same tool types as the stub of a module of the Python package `locara`: the types
+    /// of `loc.tools` and `loc.aio.tools`.
+    PythonModule,
 }
 
 /// What `locara tools export` prints.
@@ -374,6 +377,7 @@ impl ExportFormat {
             ExportFormat::Typescript => Export::Api(ApiLanguage::TypeScript),
             ExportFormat::TypescriptModule => Export::Api(ApiLanguage::TypeScriptModule),
             ExportFormat::Python => Export::Api(ApiLanguage::Python),
+            ExportFormat::PythonModule => Export::Api(ApiLanguage::PythonModule),
         }
     }
 }

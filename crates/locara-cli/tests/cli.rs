@@ -1674,4 +1674,21 @@ fn tools_export_prints_the_code_mode_api_in_typescript_and_python() {
         stdout.starts_with("['max_chars', 'overlap', 'self', 'text']\n"),
         "{stdout}"
     );
+
+    // The language packages' module forms: the same tool types, without code mode's globals
+    // (the packages' own suites type-check programs against them: `cargo xtask sdk test`).
+    let module = cli
+        .expect(0, &["tools", "export", "--format", "typescript-module"])
+        .stdout;
+    assert!(module.contains("export interface Tools {"), "{module}");
+    assert!(!module.contains("declare global"), "{module}");
+    let module = cli
+        .expect(0, &["tools", "export", "--format", "python-module"])
+        .stdout;
+    assert!(module.contains("\nclass AsyncTools:"), "{module}");
+    assert!(
+        module.contains("    async def text_chunk(self, *, "),
+        "{module}"
+    );
+    assert!(!module.contains("\ndef call("), "{module}");
 }

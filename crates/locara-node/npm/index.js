@@ -85,9 +85,22 @@ function fromBytes(bytes) {
   return { base64: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') };
 }
 
+/** Whether `value` holds a file to encode (or nests too deep to send): most calls' arguments
+ * are plain JSON and are sent as they are, without a copy. */
+function holdsFiles(value, depth = 0) {
+  if (value === null || typeof value !== 'object') return false;
+  if (depth > 128 || ArrayBuffer.isView(value) || value instanceof ArrayBuffer
+    || value instanceof LocaraFileRef || value instanceof URL) return true;
+  for (const key in value) {
+    if (holdsFiles(value[key], depth + 1)) return true;
+  }
+  return false;
+}
+
 /** The arguments as the facade's JSON: Buffers, typed arrays, ArrayBuffers, `file(path)` and
  * file: URLs become files sent by their bytes. */
 function encode(value, depth = 0) {
+  if (depth === 0 && !holdsFiles(value)) return value;
   if (depth > 128) throw new TypeError('the arguments nest deeper than 128 levels');
   if (value === null || typeof value !== 'object') return value;
   if (ArrayBuffer.isView(value)) return fromBytes(value);
@@ -120,16 +133,18 @@ function unwrap(outcome) {
   return outcome.value;
 }
 
+/** A response (fresh from JSON.parse, so ours to change) with its files as ProducedFiles. */
 function result(raw) {
-  const files = (raw.files ?? []).map(
+  raw.files = (raw.files ?? []).map(
     (f) => new ProducedFile(f.name, f.base64 !== undefined ? Buffer.from(f.base64, 'base64') : readFileSync(f.path), f.sha256),
   );
-  const out = { ...raw, files };
   if (!raw.ok) {
-    throw new LocaraError(raw.error ?? { code: 'tool_error', message: 'the tool failed', hint: '' }, out);
+    throw new LocaraError(raw.error ?? { code: 'tool_error', message: 'the tool failed', hint: '' }, raw);
   }
-  return out;
+  return raw;
 }
+
+const finish = (answer) => result(unwrap(JSON.parse(answer)));
 
 function runRequest(tool, args, options = {}) {
   const request = { tool, arguments: encode(args ?? {}) };
@@ -258,10 +273,14 @@ export class Locara {
 
   /** Runs `tool` (`id` or `id@version`) with `args`; options `workspace`, `receipt`, `seed`,
    * `user`. Resolves to `{tool, output, files, stderr, stats, ...}`. */
-  async run(tool, args = {}, options = {}) {
+  run(tool, args = {}, options = {}) {
     // A call that ends in its first poll answers at once; a longer one, with a Promise.
-    const answer = this.#core.run(JSON.stringify(runRequest(tool, args, options)));
-    return result(unwrap(JSON.parse(typeof answer === 'string' ? answer : await answer)));
+    try {
+      const answer = this.#core.run(JSON.stringify(runRequest(tool, args, options)));
+      return typeof answer === 'string' ? Promise.resolve(finish(answer)) : answer.then(finish);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Runs calls (`{tool, arguments}`) as one batch: read-only ones concurrently. */

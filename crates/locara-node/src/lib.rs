@@ -126,13 +126,13 @@ impl Core {
                 ));
             }
         };
-        let tool = request.tool.clone();
-        let warm = lock(&self.warm).contains(&tool);
+        let warm = lock(&self.warm).contains(&request.tool);
+        // A cold tool is remembered once it has run.
+        let cold = (!warm).then(|| (request.tool.clone(), Arc::clone(&self.warm)));
         let sdk = self.sdk.clone();
-        let seen = Arc::clone(&self.warm);
         let mut call = Box::pin(async move {
             let answer = sdk.run_request(request).await;
-            if answer.is_ok() {
+            if let (Ok(_), Some((tool, seen))) = (&answer, cold) {
                 lock(&seen).insert(tool);
             }
             outcome_text(answer.as_ref().map_err(locara_facade::Error::report))

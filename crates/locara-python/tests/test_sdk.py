@@ -58,6 +58,7 @@ def test_the_package_is_the_installed_wheel_and_typed() -> None:
     package = Path(locara.__file__).parent
     assert "site-packages" in str(package), package
     assert (package / "py.typed").is_file()
+    assert "def pdf_split(self, *" in (package / "tools.pyi").read_text()
 
 
 def test_list_search_and_describe(loc: Locara) -> None:

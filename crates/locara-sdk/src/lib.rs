@@ -305,11 +305,12 @@ impl Sdk {
             "typescript" => locara_facade::ApiLanguage::TypeScript,
             "typescript-module" => locara_facade::ApiLanguage::TypeScriptModule,
             "python" => locara_facade::ApiLanguage::Python,
+            "python-module" => locara_facade::ApiLanguage::PythonModule,
             other => {
                 return Err(error(
                     "invalid_request",
                     format!("unknown language `{other}`"),
-                    "use `typescript`, `typescript-module` or `python`",
+                    "use `typescript`, `typescript-module`, `python` or `python-module`",
                 ));
             }
         };

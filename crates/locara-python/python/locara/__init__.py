@@ -22,9 +22,17 @@ import asyncio
 import base64
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar, cast
 
 from . import _locara
+
+if TYPE_CHECKING:
+    # `tools.pyi`, generated from the tools' manifests when the wheel is built
+    # (`locara tools export --format python-module`): each tool a typed method.
+    from .tools import AsyncTools as TypedAsyncTools
+    from .tools import Tools as TypedTools
+
+T = TypeVar("T")
 
 __all__ = [
     "Locara",
@@ -56,7 +64,7 @@ class LocaraError(Exception):
     stderr, its stats) and failed.
     """
 
-    def __init__(self, report: Mapping[str, Any], result: "Result | None" = None) -> None:
+    def __init__(self, report: Mapping[str, Any], result: "Result[Any] | None" = None) -> None:
         self.report: dict[str, Any] = dict(report)
         self.code: str = str(report.get("code", "error"))
         self.message: str = str(report.get("message", ""))
@@ -131,7 +139,7 @@ def error_class(code: str) -> type[LocaraError]:
     return _CLASSES.get(code, LocaraError)
 
 
-def _error(report: Mapping[str, Any], result: "Result | None" = None) -> LocaraError:
+def _error(report: Mapping[str, Any], result: "Result[Any] | None" = None) -> LocaraError:
     return error_class(str(report.get("code", "")))(report, result)
 
 
@@ -171,7 +179,7 @@ class File:
         return f"File(name={self.name!r}, {len(self.data)} bytes)"
 
 
-class Result:
+class Result(Generic[T]):
     """What a tool call produced: ``output`` (its JSON output), ``files`` (:class:`File`),
     ``stderr``, ``stats``, and ``approval``, ``receipt`` and ``calls`` when there are any.
     ``result["key"]`` reads the output."""
@@ -181,7 +189,7 @@ class Result:
     def __init__(self, raw: dict[str, Any]) -> None:
         self.raw = raw
         self.tool: str = raw.get("tool", "")
-        self.output: Any = raw.get("output")
+        self.output: T = raw.get("output")  # type: ignore[assignment]
         self.files: list[File] = [
             File(f["name"], base64.b64decode(f["base64"]) if "base64" in f else Path(f["path"]).read_bytes(), f["sha256"])
             for f in raw.get("files", ())
@@ -199,8 +207,8 @@ class Result:
         return f"Result(tool={self.tool!r}, output={self.output!r}, files={self.files!r})"
 
 
-def _result(raw: dict[str, Any]) -> Result:
-    result = Result(raw)
+def _result(raw: dict[str, Any]) -> Result[Any]:
+    result: Result[Any] = Result(raw)
     if not raw.get("ok", False):
         raise _error(raw.get("error") or {"code": "tool_error", "message": "the tool failed"}, result)
     return result
@@ -352,7 +360,7 @@ class Locara:
         except _locara.Failure as failure:
             raise _error(failure.args[0]) from None
         self._index = _ToolIndex(self._core)
-        self.tools = Tools(self.run, self._index)
+        self.tools: TypedTools = cast("TypedTools", Tools(self.run, self._index))
         self.aio = AsyncLocara(self)
 
     def list(self) -> list[dict[str, Any]]:
@@ -386,7 +394,7 @@ class Locara:
         receipt: bool = False,
         seed: int | None = None,
         user: str | None = None,
-    ) -> Result:
+    ) -> Result[Any]:
         """Runs ``tool`` (``id`` or ``id@version``) with ``arguments``. A ``bytes``, path or
         open file among them is a file, sent by its bytes. Raises a :class:`LocaraError`
         subclass when the call cannot run or the tool fails."""
@@ -450,7 +458,7 @@ class AsyncLocara:
     def __init__(self, loc: Locara) -> None:
         self._loc = loc
         self._core = loc._core
-        self.tools = Tools(self.run, loc._index)
+        self.tools: TypedAsyncTools = cast("TypedAsyncTools", Tools(self.run, loc._index))
 
     async def _start(self, op: str, request: Any, on_event: Callable[[dict[str, Any]], None] | None = None) -> Any:
         return await self._settle(lambda done, events: self._core.start(op, request, done, events), on_event)
@@ -500,7 +508,7 @@ class AsyncLocara:
         receipt: bool = False,
         seed: int | None = None,
         user: str | None = None,
-    ) -> Result:
+    ) -> Result[Any]:
         """:meth:`Locara.run`, awaited."""
         args = {} if arguments is None else arguments
         path = None if workspace is None else os.fspath(workspace)
