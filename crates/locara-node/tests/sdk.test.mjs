@@ -86,7 +86,7 @@ test('a chain splits a PDF and extracts each part', async () => {
   assert.match(texts[0].pages[0].text, /Abstract Syntax Notation One/);
 });
 
-test('a batch reports each call', async () => {
+test('a batch reports each call and overlaps read-only ones', async () => {
   const response = await loc.runBatch([
     ...[0, 1, 2, 3].map((n) => ({ tool: 'text.chunk', arguments: { text: `One. Two. ${n}.`, max_chars: 5 } })),
     { tool: 'text.chunk', arguments: { text: 7 } },
@@ -94,6 +94,12 @@ test('a batch reports each call', async () => {
   assert.deepEqual(response.results.slice(0, 4).map((r) => r.response.ok), [true, true, true, true]);
   assert.equal(response.ok, false);
   assert.equal(response.results[4].error.code, 'invalid_input');
+  // Read-only calls of a batch overlap: four half-second sleeps in about one.
+  await loc.tools.codeExecPython({ code: 'print(1)' }); // compiled, warm
+  const started = performance.now();
+  const sleeps = await loc.runBatch(Array(4).fill({ tool: 'code-exec.python', arguments: { code: 'import time\ntime.sleep(0.5)' } }));
+  assert.ok(sleeps.ok, JSON.stringify(sleeps).slice(0, 500));
+  assert.ok(performance.now() - started < 1600);
 });
 
 const rejectsWith = (promise, code, check = () => true) =>

@@ -114,7 +114,7 @@ def test_a_chain_splits_a_pdf_and_extracts_each_part(loc: Locara) -> None:
     assert "Abstract Syntax Notation One" in texts[0]["pages"][0]["text"], texts[0]
 
 
-def test_a_batch_runs_read_only_calls_and_reports_each(loc: Locara) -> None:
+def test_a_batch_reports_each_call_and_overlaps_read_only_ones(loc: Locara) -> None:
     response = loc.run_batch(
         [("text.chunk", {"text": f"One. Two. {n}.", "max_chars": 5}) for n in range(4)]
         + [{"tool": "text.chunk", "arguments": {"text": 7}}]
@@ -123,6 +123,12 @@ def test_a_batch_runs_read_only_calls_and_reports_each(loc: Locara) -> None:
     assert [r["response"]["ok"] for r in results[:4]] == [True] * 4, results
     assert not response["ok"]
     assert results[4]["error"]["code"] == "invalid_input", results[4]
+    # Read-only calls of a batch overlap: four half-second sleeps in about one.
+    loc.tools.code_exec_python(code="print(1)")  # compiled, warm
+    started = time.monotonic()
+    sleeps = loc.run_batch([("code-exec.python", {"code": "import time\ntime.sleep(0.5)"})] * 4)
+    assert sleeps["ok"], sleeps
+    assert time.monotonic() - started < 1.6
 
 
 def test_each_error_code_raises_its_class(loc: Locara, tmp_path: Path) -> None:
