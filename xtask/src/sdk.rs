@@ -326,24 +326,7 @@ fn test(release: bool, out: &Path) -> Result<()> {
     )
     .context("type-checking a program against the Python package's hints")?;
     let project = sdk_dir().join("node-project");
-    let _ = std::fs::remove_dir_all(&project);
-    std::fs::create_dir_all(&project)?;
-    std::fs::write(
-        project.join("package.json"),
-        r#"{"name": "locara-sdk-tests", "private": true, "type": "module"}"#,
-    )?;
-    status(
-        Command::new("npm")
-            .args([
-                "install",
-                "--silent",
-                "--no-audit",
-                "--no-fund",
-                "--offline",
-            ])
-            .arg(&tarball)
-            .current_dir(&project),
-    )?;
+    npm_project(&project, &tarball)?;
     // The suites run from inside the project, so `import '@locara/sdk'` finds what was installed.
     let tests = root.join("crates/locara-node/tests");
     for entry in std::fs::read_dir(&tests)? {
