@@ -15,17 +15,6 @@ use anyhow::{Context, Result, bail};
 
 use crate::project_root;
 
-/// The tools the suites call (built into their own home, once per target dir).
-const TEST_TOOLS: &[&str] = &[
-    "text.chunk",
-    "pdf.split",
-    "pdf.extract-text",
-    "ocr",
-    "code-exec.python",
-    "filesystem.search",
-    "file.edit",
-];
-
 /// What `cargo xtask sdk` was asked.
 #[derive(Debug)]
 pub(crate) struct Args {
@@ -66,8 +55,8 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Args> {
 pub(crate) fn run(args: &Args) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(|| sdk_dir().join("dist"));
     match args.task.as_str() {
-        "python" => build_wheel(args.release, &test_home()?, &out).map(drop),
-        "node" => build_npm(args.release, &test_home()?, &out).map(drop),
+        "python" => build_wheel(args.release, &catalog_home()?, &out).map(drop),
+        "node" => build_npm(args.release, &catalog_home()?, &out).map(drop),
         "bench" => bench(&out),
         _ => test(args.release, &out),
     }
@@ -237,10 +226,19 @@ fn build_npm(release: bool, home: &Path, out: &Path) -> Result<PathBuf> {
     Ok(tarball)
 }
 
-/// A home with the tools the suites call.
-fn test_home() -> Result<PathBuf> {
+/// A home with every built-in tool (not the test probe): the catalog the packages' tool types
+/// are generated from, and the tools their suites call.
+fn catalog_home() -> Result<PathBuf> {
     let home = sdk_dir().join("home");
-    let ids: Vec<String> = TEST_TOOLS.iter().map(|&id| id.to_owned()).collect();
+    let manifests = project_root().join("crates/locara-tools-builtin/manifests");
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(&manifests)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let id = path.file_stem().and_then(|s| s.to_str());
+            ids.push(id.context("a manifest's file name")?.to_owned());
+        }
+    }
     crate::build_tools(&home, &ids)?;
     Ok(home)
 }
@@ -280,7 +278,7 @@ fn npm_project(dir: &Path, tarball: &Path) -> Result<()> {
 /// Builds and installs the release packages, then runs `cargo bench -p locara-bench --bench
 /// sdk` against them.
 fn bench(out: &Path) -> Result<()> {
-    let home = test_home()?;
+    let home = catalog_home()?;
     install_wheel(&build_wheel(true, &home, out)?)?;
     let project = sdk_dir().join("bench-node");
     npm_project(&project, &build_npm(true, &home, out)?)?;
@@ -296,7 +294,7 @@ fn bench(out: &Path) -> Result<()> {
 /// tarball into a fresh npm project), and runs pytest and node:test against them.
 fn test(release: bool, out: &Path) -> Result<()> {
     let root = project_root();
-    let home = test_home()?;
+    let home = catalog_home()?;
     let wheel = build_wheel(release, &home, out)?;
     let tarball = build_npm(release, &home, out)?;
     install_wheel(&wheel)?;

@@ -459,9 +459,11 @@ fn python<'a>(tools: impl Iterator<Item = Tool<'a>>, prelude: &str, functions: &
         let coroutines = format!("\n{methods}").replace("\n    def ", "\n    async def ");
         let _ = write!(
             out,
-            "    def __getitem__(self, tool: str) -> Callable[..., Result[Any]]:\n        \"\"\"Any tool by id.\"\"\"\n        ...\n\n\n\
+            "    def __getitem__(self, tool: str) -> Callable[..., Result[Any]]:\n        \"\"\"Any tool by id.\"\"\"\n        ...\n\n\
+             \x20   def __getattr__(self, name: str) -> Callable[..., Result[Any]]:\n        {OTHER_TOOL}\n        ...\n\n\n\
              class AsyncTools:\n    \"\"\"The same tools as coroutines (`loc.aio.tools`).\"\"\"\n{coroutines}\
-             \x20   def __getitem__(self, tool: str) -> Callable[..., Awaitable[Result[Any]]]:\n        \"\"\"Any tool by id.\"\"\"\n        ...\n"
+             \x20   def __getitem__(self, tool: str) -> Callable[..., Awaitable[Result[Any]]]:\n        \"\"\"Any tool by id.\"\"\"\n        ...\n\n\
+             \x20   def __getattr__(self, name: str) -> Callable[..., Awaitable[Result[Any]]]:\n        {OTHER_TOOL}\n        ...\n"
         );
     }
     out
@@ -519,6 +521,11 @@ class LocaraError(Exception):
     limit: str | None
     report: dict[str, Any]
 "#;
+
+/// The docstring of a package stub's `__getattr__`: the tools of the app's home need not be
+/// the ones the stub was generated from.
+const OTHER_TOOL: &str =
+    "\"\"\"A tool these types do not know (installed later, or a third party's).\"\"\"";
 
 const PY_MODULE_PRELUDE: &str = r#""""The tools of `loc.tools` and `loc.aio.tools` in the `locara` package (docs/sdk.md).
 

@@ -21,6 +21,8 @@ def split(loc: Locara, pdf: Path) -> list[File]:
     loc.tools.text_chunk(text=7)  # type: ignore[arg-type]
     loc.tools.ocr()  # type: ignore[call-arg]
     loc.tools["pdf.split"](source=pdf.read_bytes(), ranges=["1"])
+    # A tool the types do not know (a third party's) is still callable.
+    loc.tools.acme_invoice_parse(source=pdf)
     return parts.files
 
 
