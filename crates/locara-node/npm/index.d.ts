@@ -177,7 +177,7 @@ export class Locara {
   list(): ToolSummary[];
   search(query: string, limit?: number): ToolSummary[];
   describe(tool: string): Record<string, unknown>;
-  exportApi(language?: 'typescript' | 'typescript-module' | 'python'): string;
+  exportApi(language?: 'typescript' | 'typescript-module' | 'python' | 'python-module'): string;
   run(tool: string, args?: Record<string, unknown>, options?: RunOptions): Promise<RunResult<unknown>>;
   runBatch(calls: ({ tool: string; arguments?: Record<string, unknown> } & RunOptions)[]): Promise<{
     ok: boolean;

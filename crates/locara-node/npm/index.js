@@ -266,7 +266,7 @@ export class Locara {
     return unwrap(this.#core.describe(tool));
   }
 
-  /** The API of every callable tool: `typescript`, `typescript-module` or `python` source. */
+  /** The API of every callable tool: `typescript`, `typescript-module`, `python` or `python-module` source. */
   exportApi(language = 'typescript-module') {
     return unwrap(this.#core.exportApi(language));
   }

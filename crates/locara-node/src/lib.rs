@@ -103,8 +103,8 @@ impl Core {
         outcome(self.sdk.describe(&tool))
     }
 
-    /// The API of every callable tool as `typescript`, `typescript-module` or `python` source,
-    /// as an outcome.
+    /// The API of every callable tool as `typescript`, `typescript-module`, `python` or
+    /// `python-module` source, as an outcome.
     #[napi]
     pub fn export_api(&self, language: String) -> Value {
         outcome(self.sdk.export_api(&language).map(Value::String))

@@ -296,7 +296,8 @@ impl Sdk {
             .map_err(|e| report(&e))
     }
 
-    /// The API of every callable tool as `typescript`, `typescript-module` or `python` source.
+    /// The API of every callable tool as `typescript`, `typescript-module`, `python` or
+    /// `python-module` source.
     ///
     /// # Errors
     /// An unknown language.

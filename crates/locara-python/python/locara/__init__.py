@@ -379,7 +379,8 @@ class Locara:
             raise _error(failure.args[0]) from None
 
     def export_api(self, language: str = "python") -> str:
-        """The API of every callable tool as ``python`` (a stub) or ``typescript`` source."""
+        """The API of every callable tool as ``python``, ``python-module`` (stubs),
+        ``typescript`` or ``typescript-module`` source."""
         try:
             return self._core.export_api(language)
         except _locara.Failure as failure:
