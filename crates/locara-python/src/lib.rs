@@ -151,32 +151,14 @@ fn to_json(value: &Bound<'_, PyAny>, mode: Mode, depth: usize) -> PyResult<Value
     )))
 }
 
-/// `value` as Python.
-fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match value {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => i.into_pyobject(py)?.into_any(),
-            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
-            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
-        },
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => {
-            let list = PyList::empty(py);
-            for item in items {
-                list.append(to_python(py, item)?)?;
-            }
-            list.into_any()
-        }
-        Value::Object(object) => {
-            let dict = PyDict::new(py);
-            for (key, item) in object {
-                dict.set_item(key, to_python(py, item)?)?;
-            }
-            dict.into_any()
-        }
-    })
+/// `value` as Python (dicts, lists, str, int, float, bool, None), straight from its serde form:
+/// a response, a report or a JSON value alike.
+fn to_python<'py, T: serde::Serialize + ?Sized>(
+    py: Python<'py>,
+    value: &T,
+) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, value)
+        .map_err(|e| PyException::new_err(format!("cannot convert to Python: {e}")))
 }
 
 fn failure(py: Python<'_>, report: &Value) -> PyErr {
@@ -216,15 +198,9 @@ fn answer<'py>(
     py: Python<'py>,
     answer: Result<RunResponse, locara_facade::Error>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let converted = match &answer {
-        Ok(response) => pythonize::pythonize(py, response),
-        Err(error) => pythonize::pythonize(py, error.report()),
-    };
-    let converted =
-        converted.map_err(|e| PyException::new_err(format!("cannot convert the answer: {e}")))?;
     match answer {
-        Ok(_) => Ok(converted),
-        Err(_) => Err(Failure::new_err((converted.unbind(),))),
+        Ok(response) => to_python(py, &response),
+        Err(error) => Err(Failure::new_err((to_python(py, error.report())?.unbind(),))),
     }
 }
 
