@@ -18,6 +18,10 @@ fn home() -> &'static TestHome {
         let home = TestHome::new();
         home.publish_probe_as("test.privileged", "privileged");
         home.publish_probe_as("test.read-only", "read_only");
+        home.publish_probe_with("test.long-spin", "read_only", |manifest| {
+            manifest["limits"]["fuel"] = 50_000_000_000_u64.into();
+            manifest["limits"]["wall_time_ms"] = 10_000.into();
+        });
         home
     })
 }
@@ -251,37 +255,30 @@ both!(
         let dir = tempfile::tempdir().unwrap();
         let pipeline = build(kind, granted(dir.path()), 1 << 20);
         let echo = || probe_call(json!({"op": "echo", "n": "x"}), dir.path());
-        // The first call of each tool compiles; warm the module so both calls below start at once.
-        assert!(
-            pipeline
-                .clone()
-                .oneshot(echo())
-                .await
-                .unwrap()
-                .failure
-                .is_none()
-        );
-        let order = std::sync::Mutex::new(Vec::new());
-        let spin = async {
-            let result = pipeline
-                .clone()
-                .oneshot(probe_call(json!({"op": "spin"}), dir.path()))
-                .await;
-            order.lock().unwrap().push("spin");
-            result
-        };
-        let short = async {
-            let result = pipeline.clone().oneshot(echo()).await;
-            order.lock().unwrap().push("echo");
-            result
-        };
-        let (spin, short) = tokio::join!(spin, short);
-        assert_eq!(
-            spin.unwrap().failure.map(|f| f.kind),
-            Some(FailureKind::LimitExceeded { limit: "fuel" })
-        );
-        assert!(short.unwrap().failure.is_none());
-        assert_eq!(*order.lock().unwrap(), ["echo", "spin"]);
+        // The first call of each tool verifies and compiles; warm both so the calls below start
+        // at once.
+        for warm in [
+            echo(),
+            ToolCall::new("test.long-spin", json!({"op": "echo"})),
+        ] {
+            let result = pipeline.clone().oneshot(warm).await.unwrap();
+            assert!(result.failure.is_none(), "{result:?}");
+        }
+        // The long call spins for up to 10 s (`test.long-spin`): the short one must end while it
+        // is still running. (A spin that stopped at the probe's own 50M fuel, some 30 ms, could
+        // end first on a loaded machine without anything being held up.)
+        let spin = pipeline
+            .clone()
+            .oneshot(ToolCall::new("test.long-spin", json!({"op": "spin"})));
+        let mut spin = Box::pin(spin);
+        let short = pipeline.clone().oneshot(echo());
+        tokio::select! {
+            biased;
+            ended = &mut spin => panic!("the long call ended before the short one: {ended:?}"),
+            short = short => assert!(short.unwrap().failure.is_none()),
+        }
+        // Dropping the long call stops it in its sandbox.
+        drop(spin);
     }
 );
 
