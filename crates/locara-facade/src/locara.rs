@@ -896,7 +896,9 @@ fn response(result: ToolResult) -> RunResponse {
         calls: Vec::new(),
         stats: StatsReport {
             engine: stats.engine.clone(),
-            elapsed_ms: stats.elapsed.as_secs_f64() * 1000.0,
+            // From whole nanoseconds, so that it prints as the decimal it is (0.065278, not
+            // 0.06527799999999999).
+            elapsed_ms: stats.elapsed.as_nanos() as f64 / 1e6,
             fuel_consumed: stats.fuel_consumed,
             limits: LimitsReport {
                 memory_bytes: stats.limits.memory_bytes,
