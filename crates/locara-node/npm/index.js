@@ -15,7 +15,7 @@ import { mkdir, open as openFile } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const { Core } = createRequire(import.meta.url)('./locara.node');
+const { Core, runCall } = createRequire(import.meta.url)('./locara.node');
 
 /** A call that could not run, or a tool that ran and failed. */
 export class LocaraError extends Error {
@@ -144,15 +144,37 @@ function result(raw) {
   return raw;
 }
 
-const finish = (answer) => result(unwrap(JSON.parse(answer)));
+const finish = (answer) => result(JSON.parse(answer));
 
-function runRequest(tool, args, options = {}) {
-  const request = { tool, arguments: encode(args ?? {}) };
-  if (options.workspace !== undefined) request.workspace = String(options.workspace);
-  if (options.receipt) request.receipt = true;
-  if (options.seed !== undefined) request.seed = options.seed;
-  if (options.user !== undefined) request.user = options.user;
-  return request;
+/** An error of the addon whose message is a report's JSON, as a LocaraError; any other error
+ * as it is. */
+function reported(error) {
+  if (error instanceof LocaraError) return error;
+  let report;
+  try {
+    report = JSON.parse(error.message);
+  } catch {
+    return error;
+  }
+  return new LocaraError(report);
+}
+
+const rethrow = (error) => {
+  throw reported(error);
+};
+
+/** The call as the facade's `RunRequest`, in JSON text. */
+function runRequest(tool, args, options) {
+  if (typeof tool !== 'string') throw new TypeError(`a tool is named by a string, not ${typeof tool}`);
+  const text = `{"tool":${JSON.stringify(tool)},"arguments":${JSON.stringify(encode(args ?? {}))}`;
+  if (options === undefined) return `${text}}`;
+  const more = {};
+  if (options.workspace !== undefined) more.workspace = String(options.workspace);
+  if (options.receipt) more.receipt = true;
+  if (options.seed !== undefined) more.seed = options.seed;
+  if (options.user !== undefined) more.user = options.user;
+  const rest = JSON.stringify(more);
+  return rest === '{}' ? `${text}}` : `${text},${rest.slice(1)}`;
 }
 
 const camel = (id) =>
@@ -191,10 +213,12 @@ export class Chat {
 /** An open Locara home, as an app sees it. */
 export class Locara {
   #core;
+  #runner;
   #ids;
 
   constructor(core) {
     this.#core = core;
+    this.#runner = core.runner();
     this.#ids = undefined;
     /** `loc.tools.pdfSplit({...})` or `loc.tools['pdf.split']({...})`. */
     this.tools = new Proxy(
@@ -230,13 +254,7 @@ export class Locara {
     try {
       return new Locara(Core.open(snaked));
     } catch (error) {
-      let report;
-      try {
-        report = JSON.parse(error.message);
-      } catch {
-        throw error;
-      }
-      throw new LocaraError(report);
+      throw reported(error);
     }
   }
 
@@ -273,13 +291,13 @@ export class Locara {
 
   /** Runs `tool` (`id` or `id@version`) with `args`; options `workspace`, `receipt`, `seed`,
    * `user`. Resolves to `{tool, output, files, stderr, stats, ...}`. */
-  run(tool, args = {}, options = {}) {
+  run(tool, args = {}, options = undefined) {
     // A call that ends in its first poll answers at once; a longer one, with a Promise.
     try {
-      const answer = this.#core.run(JSON.stringify(runRequest(tool, args, options)));
-      return typeof answer === 'string' ? Promise.resolve(finish(answer)) : answer.then(finish);
+      const answer = runCall(this.#runner, runRequest(tool, args, options));
+      return typeof answer === 'string' ? Promise.resolve(finish(answer)) : answer.then(finish, rethrow);
     } catch (error) {
-      return Promise.reject(error);
+      return Promise.reject(reported(error));
     }
   }
 

@@ -62,6 +62,13 @@ fn outcome_text<T: serde::Serialize, E: serde::Serialize>(
 #[napi]
 #[derive(Debug)]
 pub struct Core {
+    runner: Arc<Runner>,
+}
+
+/// What [`run_call`] needs: the per-call path, reached through an `External` rather than a
+/// method of [`Core`], whose `this` checks cost about a quarter of a microsecond a call.
+#[derive(Debug)]
+pub struct Runner {
     sdk: Sdk,
     /// The tools that have run once in this process: verified and compiled, so a call of one
     /// is polled first on the JavaScript thread (for at most one fuel slice, as the facade
@@ -79,8 +86,10 @@ impl Core {
     pub fn open(options: Value) -> Result<Core> {
         Sdk::open(options, None)
             .map(|sdk| Core {
-                sdk,
-                warm: Arc::default(),
+                runner: Arc::new(Runner {
+                    sdk,
+                    warm: Arc::default(),
+                }),
             })
             .map_err(|report| Error::from_reason(report.to_string()))
     }
@@ -88,65 +97,32 @@ impl Core {
     /// The callable tools.
     #[napi]
     pub fn list(&self) -> Value {
-        self.sdk.list()
+        self.runner.sdk.list()
     }
 
     /// The best matches for `query`.
     #[napi]
     pub fn search(&self, query: String, limit: u32) -> Value {
-        self.sdk.search(&query, limit as usize)
+        self.runner.sdk.search(&query, limit as usize)
     }
 
     /// Everything needed to call `tool`, as an outcome.
     #[napi]
     pub fn describe(&self, tool: String) -> Value {
-        outcome(self.sdk.describe(&tool))
+        outcome(self.runner.sdk.describe(&tool))
     }
 
     /// The API of every callable tool as `typescript`, `typescript-module`, `python` or
     /// `python-module` source, as an outcome.
     #[napi]
     pub fn export_api(&self, language: String) -> Value {
-        outcome(self.sdk.export_api(&language).map(Value::String))
+        outcome(self.runner.sdk.export_api(&language).map(Value::String))
     }
 
-    /// Runs one call (a `RunRequest` as JSON text): its outcome as JSON text, at once when the
-    /// call ended in its first poll, else a Promise of it.
-    #[napi(ts_return_type = "string | Promise<string>")]
-    pub fn run<'env>(
-        &self,
-        env: &'env Env,
-        request: String,
-    ) -> Result<Either<String, PromiseRaw<'env, String>>> {
-        let request: RunRequest = match serde_json::from_str(&request) {
-            Ok(request) => request,
-            Err(e) => {
-                return Ok(Either::A(
-                    outcome(Err(locara_sdk::invalid_call(&e))).to_string(),
-                ));
-            }
-        };
-        let warm = lock(&self.warm).contains(&request.tool);
-        // A cold tool is remembered once it has run.
-        let cold = (!warm).then(|| (request.tool.clone(), Arc::clone(&self.warm)));
-        let sdk = self.sdk.clone();
-        let mut call = Box::pin(async move {
-            let answer = sdk.run_request(request).await;
-            if let (Ok(_), Some((tool, seen))) = (&answer, cold) {
-                lock(&seen).insert(tool);
-            }
-            outcome_text(answer.as_ref().map_err(locara_facade::Error::report))
-        });
-        if warm {
-            let polled = napi::bindgen_prelude::within_runtime_if_available(|| {
-                call.as_mut()
-                    .poll(&mut Context::from_waker(std::task::Waker::noop()))
-            });
-            if let Poll::Ready(text) = polled {
-                return Ok(Either::A(text));
-            }
-        }
-        Ok(Either::B(env.spawn_future(async move { Ok(call.await) })?))
+    /// The handle [`run_call`] takes.
+    #[napi(ts_return_type = "object")]
+    pub fn runner(&self) -> External<Arc<Runner>> {
+        External::new(Arc::clone(&self.runner))
     }
 
     /// Runs `op` (`run_batch`, `run_chain`) on `request` (JSON text); resolves to its outcome
@@ -158,8 +134,8 @@ impl Core {
             Err(e) => return outcome(Err(locara_sdk::invalid_call(&e))).to_string(),
         };
         let result = match op.as_str() {
-            "run_batch" => self.sdk.run_batch(request).await,
-            "run_chain" => self.sdk.run_chain(request).await,
+            "run_batch" => self.runner.sdk.run_batch(request).await,
+            "run_chain" => self.runner.sdk.run_chain(request).await,
             other => Err(locara_sdk::error(
                 "invalid_request",
                 format!("unknown operation `{other}`"),
@@ -174,7 +150,7 @@ impl Core {
     pub fn chat(&self, request: Value) -> ChatSession {
         let (events, receiver) = mpsc::unbounded_channel();
         let (done, end) = oneshot::channel();
-        let sdk = self.sdk.clone();
+        let sdk = self.runner.sdk.clone();
         let task = napi::bindgen_prelude::spawn(async move {
             let on_event = move |event: Value| {
                 // The session may be gone (its iterator was abandoned); the chat goes on.
@@ -232,4 +208,61 @@ impl ChatSession {
     pub fn cancel(&self) {
         self.task.abort();
     }
+}
+
+/// Runs one call (a `RunRequest` as JSON text) with the runner of a [`Core`]: the response as
+/// JSON text, at once when the call ended in its first poll, else a Promise of it. A call that
+/// could not run throws (or rejects with) an error whose message is the report's JSON.
+#[napi(ts_return_type = "string | Promise<string>")]
+pub fn run_call<'env>(
+    env: &'env Env,
+    runner: &External<Arc<Runner>>,
+    request: String,
+) -> Result<Either<String, PromiseRaw<'env, String>>> {
+    let request: RunRequest = serde_json::from_str(&request)
+        .map_err(|e| Error::from_reason(locara_sdk::invalid_call(&e).to_string()))?;
+    let warm = lock(&runner.warm).contains(&request.tool);
+    // A cold tool is remembered once it has run.
+    let cold = (!warm).then(|| (request.tool.clone(), Arc::clone(&runner.warm)));
+    let sdk = runner.sdk.clone();
+    let mut call = Box::pin(async move {
+        let answer = sdk.run_request(request).await;
+        if let (Ok(_), Some((tool, seen))) = (&answer, cold) {
+            lock(&seen).insert(tool);
+        }
+        match answer {
+            Ok(response) => response_text(&response),
+            // A report always encodes; were it not to, the message would still say why.
+            Err(error) => Err(Error::from_reason(
+                serde_json::to_string(error.report()).unwrap_or_else(|e| e.to_string()),
+            )),
+        }
+    });
+    if warm {
+        let polled = napi::bindgen_prelude::within_runtime_if_available(|| {
+            call.as_mut()
+                .poll(&mut Context::from_waker(std::task::Waker::noop()))
+        });
+        if let Poll::Ready(text) = polled {
+            return text.map(Either::A);
+        }
+    }
+    Ok(Either::B(env.spawn_future(call)?))
+}
+
+/// A response as JSON text, written once into a buffer sized for a typical answer (under
+/// glibc's 1 KiB "large request", which consolidates its free lists on every call).
+fn response_text(response: &locara_facade::RunResponse) -> Result<String> {
+    let mut text = Vec::with_capacity(1000);
+    serde_json::to_writer(&mut text, response)
+        .map_err(|e| e.to_string())
+        .and_then(|()| String::from_utf8(text).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            let report = locara_sdk::error(
+                "internal",
+                format!("cannot encode the answer: {e}"),
+                "report this as a bug",
+            );
+            Error::from_reason(report.to_string())
+        })
 }

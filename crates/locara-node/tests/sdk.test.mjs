@@ -113,6 +113,7 @@ test('errors are LocaraErrors with the code, hint, violations and limit', async 
   await rejectsWith(loc.tools.textChunk({ text: 7 }), 'invalid_input', (e) => e.violations[0].pointer === '/text');
   await rejectsWith(loc.run('no.such-tool'), 'not_found');
   await rejectsWith(loc.run('text.chunk!'), 'invalid_tool_ref');
+  await assert.rejects(loc.run(7), (e) => e instanceof TypeError && /named by a string/.test(e.message));
   await rejectsWith(Locara.open({ home: HOME, engine: 'v8' }), 'invalid_request');
   await rejectsWith(Locara.open({ home: scratch() }), 'no_tools');
   await rejectsWith(loc.tools.filesystemSearch({ query: 'x' }), 'capability_denied');
