@@ -50,3 +50,5 @@ mod chat;
 mod code_mode;
 // Chains: named steps, when, for_each, limits, errors.
 mod chains;
+// `locara serve --http --auth`: API keys and JWTs bound to apps, rate limits and caps.
+mod serve_auth;

@@ -336,7 +336,7 @@ fn a_symlinked_out_returns_no_home_key_over_http() {
 }
 
 #[test]
-fn a_remote_address_is_refused_without_allow_remote() {
+fn a_remote_address_is_refused_without_auth() {
     let fixture = Fixture::new();
     let output = fixture
         .serve(&["--http", "0.0.0.0:0"])
@@ -345,9 +345,9 @@ fn a_remote_address_is_refused_without_allow_remote() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not a loopback address"), "{stderr}");
-    assert!(stderr.contains("--allow-remote"), "{stderr}");
-    // And `--allow-remote` needs `--http`.
-    let output = fixture.serve(&["--allow-remote"]).output().unwrap();
+    assert!(stderr.contains("--auth FILE"), "{stderr}");
+    // And `--auth` needs `--http`.
+    let output = fixture.serve(&["--auth", "auth.json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
 

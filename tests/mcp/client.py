@@ -4,6 +4,9 @@ Usage:
     client.py CALLS_JSON stdio COMMAND [ARG...]
     client.py CALLS_JSON http URL
 
+With LOCARA_BEARER in the environment, every HTTP request carries `Authorization: Bearer` and
+its value.
+
 CALLS_JSON is a list of {"name": ..., "arguments": {...}}. The client initializes a session,
 lists the tools, makes each call in order, and prints one JSON object on stdout:
 {"server": ..., "protocolVersion": ..., "tools": [...], "results": [...]}, where each result is
@@ -13,6 +16,7 @@ the CallToolResult as the SDK parsed it (camelCase, nulls left out) or, for a JS
 
 import asyncio
 import json
+import os
 import sys
 
 import httpx
@@ -56,7 +60,9 @@ async def main(argv):
     elif transport == "http":
         # No proxy from the environment: the server is on loopback.
         timeout = httpx.Timeout(30.0, read=300.0)
-        async with httpx.AsyncClient(trust_env=False, timeout=timeout) as client:
+        bearer = os.environ.get("LOCARA_BEARER")
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        async with httpx.AsyncClient(trust_env=False, timeout=timeout, headers=headers) as client:
             async with streamable_http_client(argv[3], http_client=client) as (read, write, _):
                 report = await scenario(read, write, calls)
     else:

@@ -169,8 +169,15 @@ server goes on serving. Over --http, a request whose Origin header is not the se
 (http://localhost:PORT, http://127.0.0.1:PORT, http://[::1]:PORT or the --http address) is
 refused with 403, so web pages cannot call the server; clients that send no Origin are served.
 
-There is no authentication: anyone who can reach the port can run tools. So a non-loopback
---http address is refused unless --allow-remote is given.";
+Without --auth there is no authentication: anyone who can reach the port can run tools, so a
+non-loopback --http address is refused. With --auth FILE every request to /mcp must carry
+`Authorization: Bearer <API key or JWT>`: keys come from `locara keys add ID --app APP.json
+--auth FILE` (shown once, stored hashed), JWTs are checked against the file's JWKS, issuer and
+audience. Each key (and the JWT section) names an app manifest whose tools and grants bound
+every call made with it, and a rate limit and concurrency cap: over them, the answer is 429
+with Retry-After. A missing or bad credential is 401, pointing to the OAuth protected-resource
+metadata at /.well-known/oauth-protected-resource (--public-url sets the URL it names).
+/healthz and /readyz answer without credentials.";
 
 /// `locara`: search, describe, run and chain sandboxed wasm tools, and verify, sign and
 /// publish them.
@@ -468,6 +475,11 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Trust(TrustCommand),
 
+    /// The API keys `locara serve --http --auth FILE` admits: add one (shown once, stored
+    /// hashed), list them, remove one
+    #[command(subcommand)]
+    Keys(KeysCommand),
+
     /// Manage the models tools depend on (`<home>/models`)
     #[command(subcommand)]
     Models(ModelsCommand),
@@ -546,6 +558,43 @@ pub(crate) enum TrustCommand {
     },
 }
 
+/// `locara keys`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeysCommand {
+    /// Make a new API key bound to an app manifest; prints the key (once: only its hash is
+    /// stored)
+    Add {
+        /// The key's name, used by rate limits and logs (never the key itself)
+        id: String,
+        /// The app manifest whose tools and grants bound every call made with the key
+        #[arg(long, value_name = "APP.json")]
+        app: PathBuf,
+        /// The auth file (created if missing)
+        #[arg(long, value_name = "FILE")]
+        auth: PathBuf,
+        /// Requests in flight at once
+        #[arg(long, default_value_t = 8)]
+        max_concurrent: u32,
+        /// Requests a minute (in bursts of up to a sixth of it)
+        #[arg(long, default_value_t = 600)]
+        rate_per_minute: u32,
+    },
+    /// List the keys: id, app and limits
+    List {
+        /// The auth file
+        #[arg(long, value_name = "FILE")]
+        auth: PathBuf,
+    },
+    /// Remove a key: calls made with it are refused from the server's next start
+    Remove {
+        /// The key's id
+        id: String,
+        /// The auth file
+        #[arg(long, value_name = "FILE")]
+        auth: PathBuf,
+    },
+}
+
 /// `locara tools`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
@@ -572,9 +621,25 @@ pub(crate) struct ServeArgs {
     )]
     pub(crate) http: Option<SocketAddr>,
 
-    /// Allow a --http address that is not loopback (the server has no authentication)
-    #[arg(long, requires = "http")]
-    pub(crate) allow_remote: bool,
+    /// Callers must authenticate: API keys and JWTs as this auth file says (`locara keys
+    /// add`); each key's app bounds its calls. Needed to listen on a non-loopback address
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub(crate) auth: Option<PathBuf>,
+
+    /// The server's URL as clients reach it (e.g. behind a load balancer), for the OAuth
+    /// protected-resource metadata [default: http://ADDR]
+    #[arg(long, value_name = "URL", requires = "auth")]
+    pub(crate) public_url: Option<String>,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics, on a listener of their own: calls by
+    /// tool and outcome, their latency, limits hit, calls in flight, refused requests
+    #[arg(long, value_name = "ADDR", requires = "http")]
+    pub(crate) metrics: Option<SocketAddr>,
+
+    /// On SIGTERM or Ctrl-C, stop accepting and wait this long for calls in flight (and their
+    /// answers) before exiting; /readyz answers 503 meanwhile
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, requires = "http")]
+    pub(crate) drain_seconds: u64,
 
     /// The directory every call sees at /workspace; without an app manifest it is also granted,
     /// read-only unless --allow-write

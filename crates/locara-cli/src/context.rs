@@ -207,8 +207,25 @@ impl Context {
         out: Option<&Path>,
         receipt_key: Option<SigningKey>,
     ) -> anyhow::Result<Locara> {
+        self.open(self.app_file.as_deref(), dir, allow_write, out, receipt_key)
+    }
+
+    /// Opens the facade for the app manifest `app` (whatever `--app` said): a server's
+    /// callers each get the app their key names.
+    pub(crate) fn locara_for_app(&self, app: &Path, dir: Option<&Path>) -> anyhow::Result<Locara> {
+        self.open(Some(app), dir, false, None, None)
+    }
+
+    fn open(
+        &self,
+        app_file: Option<&Path>,
+        dir: Option<&Path>,
+        allow_write: bool,
+        out: Option<&Path>,
+        receipt_key: Option<SigningKey>,
+    ) -> anyhow::Result<Locara> {
         // An app may ship every tool it uses itself; then the home needs no registry.
-        if self.app_file.is_none() {
+        if app_file.is_none() {
             self.require_registry()?;
         }
         let mut config = LocaraConfig::new(&self.home)
@@ -217,7 +234,7 @@ impl Context {
         // Without an app manifest the person at the terminal is the app, and is offered the
         // memory tools (scoped by `--user`, loaded on first use); an app manifest's tool list
         // is the whole catalog.
-        if self.app_file.is_none() {
+        if app_file.is_none() {
             config = config.with_memory();
         }
         if let Some(user) = &self.user {
@@ -253,7 +270,7 @@ impl Context {
         for tool in self.mcp_tools()? {
             config = config.with_host_tool(tool);
         }
-        match self.app_file.as_deref().map(load_app).transpose()? {
+        match app_file.map(load_app).transpose()? {
             Some((app, app_dir)) => {
                 if allow_write {
                     eprintln!(

@@ -22,6 +22,7 @@ mod chat;
 mod cli;
 mod context;
 mod dev;
+mod keys;
 mod models;
 mod output;
 mod progress;
@@ -80,6 +81,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Chat(args) => chat::chat(&ctx, cli, args, &mut stdin),
         Command::VerifyReceipt(args) => receipts::verify_receipt(&ctx, args),
         Command::Serve(args) => serve::serve(&ctx, args),
+        Command::Keys(command) => keys::keys(command),
         Command::Verify(args) => verify::verify(&ctx, args),
         Command::Trust(TrustCommand::List) => trust::list(&ctx),
         Command::Trust(TrustCommand::Revoke { key_id, reason }) => {

@@ -9,9 +9,9 @@ pub enum Error {
     /// The Locara could not be opened.
     #[error(transparent)]
     Locara(#[from] locara_facade::Error),
-    /// A non-loopback address without remote access allowed.
+    /// A non-loopback address without auth or remote access allowed.
     #[error(
-        "refusing to listen on {addr}: it is not a loopback address, and anyone who can reach it could run tools; allow remote access explicitly to listen there"
+        "refusing to listen on {addr}: it is not a loopback address, and anyone who can reach it could run tools; require authentication (API keys or JWTs) to listen there"
     )]
     NotLoopback {
         /// The address asked for.
@@ -29,6 +29,9 @@ pub enum Error {
     /// Accepting connections failed.
     #[error("cannot accept connections")]
     Accept(#[source] io::Error),
+    /// The server was configured in a way that cannot work.
+    #[error("{0}")]
+    Config(String),
     /// An MCP server's tools cannot be Locara tools (a bad name or schema).
     #[error("invalid mcp backend {0}")]
     InvalidBackend(String),

@@ -23,7 +23,7 @@
 //!   [`progress`] for how `progress` and `total` are counted). Only tools that
 //!   declare `progress`, run by an app that grants it, report; without a token nothing changes.
 
-use std::{borrow::Cow, future::Future, path::PathBuf, sync::Arc};
+use std::{borrow::Cow, future::Future, path::PathBuf, sync::Arc, time::Instant};
 
 use locara_facade::{
     ErrorReport, FileReport, Locara, RunRequest, RunResponse, ToolDescription, ToolSummary,
@@ -38,6 +38,8 @@ use rmcp::{
     service::RequestContext,
 };
 use serde_json::Value;
+
+use crate::metrics::Metrics;
 
 use crate::progress::{self, Notice};
 
@@ -55,6 +57,8 @@ pub struct LocaraMcp {
     workspace: Option<PathBuf>,
     /// Whether the server lists [`SEARCH_TOOLS`] and [`RUN_PROGRAM`] instead of the tools.
     code_mode: bool,
+    /// Where calls are counted, if anywhere.
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// In code mode: the tool that searches the catalog of tools a program may call.
@@ -86,7 +90,30 @@ impl LocaraMcp {
             tools,
             workspace: None,
             code_mode: false,
+            metrics: None,
         }
+    }
+
+    /// Counts every call in `metrics` (by tool and outcome, with its latency), which several
+    /// handlers may share.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> LocaraMcp {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Runs `run` (the call of `tool`), counted in the metrics when there are any.
+    async fn measured<F>(&self, tool: &str, run: F) -> Result<RunResponse, locara_facade::Error>
+    where
+        F: Future<Output = Result<RunResponse, locara_facade::Error>>,
+    {
+        let Some(metrics) = &self.metrics else {
+            return run.await;
+        };
+        let _in_flight = metrics.start();
+        let started = Instant::now();
+        let result = run.await;
+        metrics.record(tool, started.elapsed(), &result);
+        result
     }
 
     /// Serves code mode (docs/code-mode.md) instead of one MCP tool per Locara tool: two tools,
@@ -124,7 +151,11 @@ impl LocaraMcp {
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
         match self.request(name, arguments)? {
-            Prepared::Run(request) => Ok(call_result(self.locara.run(request).await)),
+            Prepared::Run(request) => {
+                let tool = request.tool.clone();
+                let result = self.measured(&tool, self.locara.run(request)).await;
+                Ok(call_result(result))
+            }
             Prepared::Answered(result) => Ok(result),
         }
     }
@@ -146,8 +177,9 @@ impl LocaraMcp {
             Prepared::Answered(result) => return Ok(result),
         };
         let locara = &self.locara;
-        let result =
-            progress::forwarding(|sink| locara.run_with_progress(request, sink), send).await;
+        let tool = request.tool.clone();
+        let run = progress::forwarding(|sink| locara.run_with_progress(request, sink), send);
+        let result = self.measured(&tool, run).await;
         Ok(call_result(result))
     }
 

@@ -14,11 +14,13 @@
 //! Two transports: [`serve_stdio`] (newline-delimited JSON-RPC on stdin and stdout; a line that
 //! is not a message, over [`MAX_MESSAGE_BYTES`] or nested deeper than [`MAX_JSON_DEPTH`] is
 //! answered with a JSON-RPC error and the session goes on) and [`HttpServer`] (streamable HTTP
-//! at `/mcp`, on a loopback address unless remote access is asked for, refusing requests whose
-//! `Origin` is not the server's own).
+//! at `/mcp`, on a loopback address unless callers must authenticate, refusing requests whose
+//! `Origin` is not the server's own; with auth, each caller's API key or JWT names the app that
+//! bounds its calls, and its rate limit and concurrency cap).
 //!
-//! This crate sits on top of the facade and adds only the protocol mapping: it knows nothing
-//! of engines, registries or signatures, and enforces nothing itself.
+//! This crate sits on top of the facade and adds only the protocol mapping and who may use
+//! it: it knows nothing of engines, registries or signatures, and enforces nothing about calls
+//! itself.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), locara_mcp::Error> {
@@ -38,6 +40,7 @@ mod backend;
 mod error;
 mod handler;
 mod http;
+mod metrics;
 mod progress;
 mod stdio;
 
@@ -48,7 +51,10 @@ pub use crate::{
     backend::{McpBackend, tool_id},
     error::Error,
     handler::{LocaraMcp, RUN_PROGRAM, SEARCH_TOOLS},
-    http::{DEFAULT_HTTP_ADDR, HttpConfig, HttpServer, MCP_PATH},
+    http::{
+        DEFAULT_HTTP_ADDR, HttpConfig, HttpServer, MCP_PATH, MetricsServer, RESOURCE_METADATA_PATH,
+    },
+    metrics::Metrics,
     stdio::{MAX_JSON_DEPTH, MAX_MESSAGE_BYTES},
 };
 
