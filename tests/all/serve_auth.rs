@@ -251,6 +251,20 @@ fn session(addr: &str, bearer: &str) -> String {
     session
 }
 
+/// A `tools/call` of the probe sleeping 1.5 s in `session`, made on another thread; its reply.
+fn sleep_in_background(
+    addr: &str,
+    bearer: &str,
+    session: String,
+) -> std::thread::JoinHandle<Reply> {
+    let (addr, bearer) = (addr.to_owned(), bearer.to_owned());
+    std::thread::spawn(move || {
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "test.probe", "arguments": {"op": "sleep", "ms": 1500}}});
+        post(&addr, Some(&bearer), Some(&session), &call)
+    })
+}
+
 fn names(report: &Value) -> Vec<&str> {
     let mut names: Vec<&str> = report["tools"]
         .as_array()
@@ -399,15 +413,7 @@ fn the_rate_limit_and_the_concurrency_cap_answer_429_with_retry_after() {
 
     // While a call sleeps, a second request of the same key is refused; after it, admitted.
     let id = session(&addr, &single);
-    let sleeper = {
-        let addr = addr.clone();
-        let single = single.clone();
-        std::thread::spawn(move || {
-            let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "test.probe", "arguments": {"op": "sleep", "ms": 1500}}});
-            post(&addr, Some(&single), Some(&id), &call)
-        })
-    };
+    let sleeper = sleep_in_background(&addr, &single, id);
     std::thread::sleep(Duration::from_millis(500));
     let busy = post(&addr, Some(&single), None, &initialize());
     assert_eq!(busy.status, 429, "{busy:?}");
@@ -516,14 +522,7 @@ fn sigterm_drains_the_calls_in_flight_then_exits() {
     let key = site.add_key("prober", "prober", &[]);
     let (mut server, addr) = site.serve();
     let id = session(&addr, &key);
-    let sleeper = {
-        let (addr, key) = (addr.clone(), key.clone());
-        std::thread::spawn(move || {
-            let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "test.probe", "arguments": {"op": "sleep", "ms": 1500}}});
-            post(&addr, Some(&key), Some(&id), &call)
-        })
-    };
+    let sleeper = sleep_in_background(&addr, &key, id);
     std::thread::sleep(Duration::from_millis(400));
     let pid = server.0.id().to_string();
     assert!(

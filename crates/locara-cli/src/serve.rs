@@ -31,16 +31,7 @@ pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode>
     // whose stdin is the transport).
     let locara = ctx.locara(dir.as_deref(), args.allow_write)?;
     let metrics = args.metrics.map(|_| Arc::new(Metrics::new()));
-    let mut server = LocaraMcp::new(Arc::new(locara));
-    if let Some(dir) = dir {
-        server = server.with_workspace(dir);
-    }
-    if args.code_mode {
-        server = server.code_mode();
-    }
-    if let Some(metrics) = &metrics {
-        server = server.with_metrics(Arc::clone(metrics));
-    }
+    let server = handler(locara, args, dir.as_deref(), metrics.as_ref());
     let tools = server.tools().len();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -90,17 +81,7 @@ fn serve_authenticated(
         let locara = ctx
             .locara_for_app(&app, dir)
             .with_context(|| format!("cannot serve the app {}", app.display()))?;
-        let mut server = LocaraMcp::new(Arc::new(locara));
-        if let Some(dir) = dir {
-            server = server.with_workspace(dir);
-        }
-        if args.code_mode {
-            server = server.code_mode();
-        }
-        if let Some(metrics) = &metrics {
-            server = server.with_metrics(Arc::clone(metrics));
-        }
-        handlers.insert(app, server);
+        handlers.insert(app, handler(locara, args, dir, metrics.as_ref()));
     }
     let apps = handlers.len();
     let mut config = HttpConfig::new(addr).with_auth(auth);
@@ -172,4 +153,24 @@ async fn stop_signal() {
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
     eprintln!("locara: stopping: no new connections, draining calls in flight");
+}
+
+/// The MCP handler of `locara`, as the arguments ask: the workspace, code mode, metrics.
+fn handler(
+    locara: locara_facade::Locara,
+    args: &ServeArgs,
+    dir: Option<&Path>,
+    metrics: Option<&Arc<Metrics>>,
+) -> LocaraMcp {
+    let mut server = LocaraMcp::new(Arc::new(locara));
+    if let Some(dir) = dir {
+        server = server.with_workspace(dir);
+    }
+    if args.code_mode {
+        server = server.code_mode();
+    }
+    if let Some(metrics) = metrics {
+        server = server.with_metrics(Arc::clone(metrics));
+    }
+    server
 }

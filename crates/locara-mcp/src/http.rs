@@ -296,6 +296,11 @@ async fn listen(config: &HttpConfig) -> Result<(TcpListener, SocketAddr), Error>
     if !addr.ip().is_loopback() && !config.allow_remote && config.auth.is_none() {
         return Err(Error::NotLoopback { addr });
     }
+    bind_tcp(addr).await
+}
+
+/// Binds `addr`: the listener and the address bound (the port chosen for port 0).
+async fn bind_tcp(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), Error> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| Error::Bind { addr, source })?;
@@ -476,12 +481,7 @@ impl MetricsServer {
     /// # Errors
     /// [`Error::Bind`] when the address cannot be bound.
     pub async fn bind(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<MetricsServer, Error> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| Error::Bind { addr, source })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| Error::Bind { addr, source })?;
+        let (listener, addr) = bind_tcp(addr).await?;
         Ok(MetricsServer {
             listener,
             addr,
