@@ -101,18 +101,25 @@ impl LocaraMcp {
         self
     }
 
-    /// Runs `run` (the call of `tool`), counted in the metrics when there are any.
-    async fn measured<F>(&self, tool: &str, run: F) -> Result<RunResponse, locara_facade::Error>
+    /// Runs `request` with `run`, counted in the metrics when there are any (without them,
+    /// a call pays nothing for counting, not even a copy of the tool's name).
+    async fn measured<R, F>(
+        &self,
+        request: RunRequest,
+        run: R,
+    ) -> Result<RunResponse, locara_facade::Error>
     where
+        R: FnOnce(RunRequest) -> F,
         F: Future<Output = Result<RunResponse, locara_facade::Error>>,
     {
         let Some(metrics) = &self.metrics else {
-            return run.await;
+            return run(request).await;
         };
+        let tool = request.tool.clone();
         let _in_flight = metrics.start();
         let started = Instant::now();
-        let result = run.await;
-        metrics.record(tool, started.elapsed(), &result);
+        let result = run(request).await;
+        metrics.record(&tool, started.elapsed(), &result);
         result
     }
 
@@ -152,8 +159,7 @@ impl LocaraMcp {
     ) -> Result<CallToolResult, ErrorData> {
         match self.request(name, arguments)? {
             Prepared::Run(request) => {
-                let tool = request.tool.clone();
-                let result = self.measured(&tool, self.locara.run(request)).await;
+                let result = self.measured(request, |r| self.locara.run(r)).await;
                 Ok(call_result(result))
             }
             Prepared::Answered(result) => Ok(result),
@@ -177,9 +183,9 @@ impl LocaraMcp {
             Prepared::Answered(result) => return Ok(result),
         };
         let locara = &self.locara;
-        let tool = request.tool.clone();
-        let run = progress::forwarding(|sink| locara.run_with_progress(request, sink), send);
-        let result = self.measured(&tool, run).await;
+        let run =
+            |request| progress::forwarding(|sink| locara.run_with_progress(request, sink), send);
+        let result = self.measured(request, run).await;
         Ok(call_result(result))
     }
 
