@@ -350,6 +350,18 @@ pub enum Error {
         available: Vec<String>,
     },
 
+    /// `install` was given other files for a version the registry already holds.
+    #[error(
+        "{subject} is already installed in `{}` with another signed manifest; a version is never replaced by other contents: publish a new version, or remove that directory first if the installed one is wrong",
+        dir.display()
+    )]
+    AlreadyInstalled {
+        /// The tool, e.g. `text.chunk@0.1.0`.
+        subject: String,
+        /// The version's directory.
+        dir: PathBuf,
+    },
+
     /// `lock` was called on a registry without a lockfile.
     #[error(
         "no lockfile is configured; set one with `RegistryConfig::with_lockfile` before locking"

@@ -74,8 +74,8 @@ pub use crate::{
     models::ModelStore,
     receipt::{SignedReceipt, canonical_json},
     registry::{
-        PublishedTool, Registry, RegistryConfig, RegistryListing, RejectedEntry, ToolListing,
-        prepare_manifest,
+        PublishedTool, Registry, RegistryConfig, RegistryListing, RejectedEntry, ToolFiles,
+        ToolListing, prepare_manifest,
     },
     signature::{ManifestSignature, sign_manifest, verify_manifest},
     trust::{REVOCATION_FILE, Revocation, TrustStore},

@@ -150,6 +150,43 @@ pub struct RejectedEntry {
     pub error: Error,
 }
 
+/// A signed tool's three files as bytes: `manifest.json`, `manifest.sig.json` and the wasm
+/// module. It is what [`Registry::files`] hands out to be shipped elsewhere (an OCI registry)
+/// and what comes back from there. Bytes that came from elsewhere are untrusted: only
+/// [`Registry::verify_files`] and [`Registry::install`] say what they are.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolFiles {
+    /// The exact bytes of `manifest.json` (what the signature covers).
+    pub manifest: Vec<u8>,
+    /// The bytes of `manifest.sig.json`.
+    pub signature: Vec<u8>,
+    /// The wasm module.
+    pub wasm: Vec<u8>,
+}
+
+impl ToolFiles {
+    /// The three files.
+    #[must_use]
+    pub fn new(manifest: Vec<u8>, signature: Vec<u8>, wasm: Vec<u8>) -> ToolFiles {
+        ToolFiles {
+            manifest,
+            signature,
+            wasm,
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolFiles")
+            .field("manifest_bytes", &self.manifest.len())
+            .field("signature_bytes", &self.signature.len())
+            .field("wasm_bytes", &self.wasm.len())
+            .finish()
+    }
+}
+
 /// A manifest whose signature and identity checked out; the artifact is not read yet.
 struct CheckedManifest {
     manifest: Arc<ToolManifest>,
@@ -508,6 +545,173 @@ impl Registry {
         pin(&mut lockfile, &state.path, id, &artifact)
     }
 
+    /// The three files of `id@version`, verified as [`Registry::resolve`] verifies them (the
+    /// lockfile aside: shipping a tool elsewhere pins nothing here). The bytes returned are the
+    /// ones checked.
+    ///
+    /// # Errors
+    ///
+    /// The verification errors of [`Registry::resolve`].
+    pub fn files(&self, id: &ToolName, version: &Version) -> Result<ToolFiles, Error> {
+        let dir = self.version_dir(id, version);
+        if !dir.is_dir() {
+            return Err(self.not_found(id, format!("{id}@{version}")));
+        }
+        let subject = format!("{id}@{version}");
+        let (checked, manifest, signature) = self.read_checked(
+            &subject,
+            &dir.join(MANIFEST_FILE),
+            &dir.join(SIGNATURE_FILE),
+        )?;
+        check_identity(&dir, &checked, id, version)?;
+        let artifact = self.load_artifact(checked, &dir.join(artifact_file_name(id, version)))?;
+        Ok(ToolFiles::new(
+            manifest,
+            signature.into_bytes(),
+            artifact.wasm().to_vec(),
+        ))
+    }
+
+    /// Verifies files that came from elsewhere (`source` names where, for errors): a trusted
+    /// signature over the exact manifest bytes, a valid manifest, and the wasm's size and
+    /// SHA-256 against it. Nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownKey`], [`Error::RevokedKey`], [`Error::BadSignature`],
+    /// [`Error::Malformed`] (a signature that does not parse), [`Error::Invalid`],
+    /// [`Error::SizeMismatch`], [`Error::HashMismatch`], and [`Error::FileTooLarge`] for a
+    /// manifest or signature larger than a registry would read.
+    pub fn verify_files(&self, files: &ToolFiles, source: &str) -> Result<VerifiedArtifact, Error> {
+        let too_large = |limit: ReadLimit| Error::FileTooLarge {
+            what: limit.what(),
+            path: PathBuf::from(source),
+            limit: limit.max_bytes(),
+        };
+        if files.manifest.len() as u64 > ReadLimit::MANIFEST.max_bytes() {
+            return Err(too_large(ReadLimit::MANIFEST));
+        }
+        if files.signature.len() as u64 > ReadLimit::SIGNATURE_FILE.max_bytes() {
+            return Err(too_large(ReadLimit::SIGNATURE_FILE));
+        }
+        let signature_text =
+            std::str::from_utf8(&files.signature).map_err(|e| Error::Malformed {
+                subject: format!("signature from {source}"),
+                message: e.to_string(),
+            })?;
+        let checked = self.check_bytes(
+            &format!("the tool from {source}"),
+            &files.manifest,
+            &format!("manifest from {source}"),
+            signature_text,
+            &format!("signature from {source}"),
+        )?;
+        let subject = checked.manifest.tool_ref().to_string();
+        checked
+            .manifest
+            .validate()
+            .map_err(|source_error| Error::Invalid {
+                subject: format!("manifest of {subject}"),
+                source: source_error,
+            })?;
+        let expected_size = checked.manifest.artifact.size_bytes;
+        if files.wasm.len() as u64 != expected_size {
+            return Err(Error::SizeMismatch {
+                what: "artifact",
+                subject,
+                found: files.wasm.len() as u64,
+                expected: expected_size,
+            });
+        }
+        let expected = Digest::from(&checked.manifest.artifact.sha256);
+        let found = Digest::of(&files.wasm);
+        if found != expected {
+            return Err(Error::HashMismatch {
+                what: "artifact",
+                subject,
+                found,
+                expected,
+            });
+        }
+        Ok(VerifiedArtifact::new(
+            checked.manifest,
+            files.wasm.clone().into(),
+            checked.manifest_digest,
+            checked.key_id,
+        ))
+    }
+
+    /// Installs files that came from elsewhere (`source` names where, for errors) into
+    /// `<root>/tools/<id>/<version>/` and pins them in the lockfile, after
+    /// [`Registry::verify_files`] checked them in memory and the lockfile's rules allowed them:
+    /// nothing is written for files that fail. Installing the same files again changes nothing;
+    /// other files under a version already installed are refused.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`Registry::verify_files`]; [`Error::Rollback`] for a version older than
+    /// the lockfile's pin, [`Error::LockMismatch`] for the pinned version with other hashes,
+    /// [`Error::AlreadyInstalled`] when the version holds another verified manifest, and
+    /// [`Error::Io`] when a file cannot be written.
+    pub fn install(&self, files: &ToolFiles, source: &str) -> Result<PublishedTool, Error> {
+        let artifact = self.verify_files(files, source)?;
+        let manifest = artifact.manifest();
+        let (id, version) = (&manifest.id, &manifest.version);
+        let mut guard = self.lock.as_ref().map(lock_guard);
+        if let Some(pin) = guard.as_deref().and_then(|lockfile| lockfile.get(id)) {
+            if *version < pin.version {
+                return Err(Error::Rollback {
+                    id: id.clone(),
+                    requested: version.clone(),
+                    locked: pin.version.clone(),
+                });
+            }
+            if *version == pin.version {
+                check_pin(
+                    pin,
+                    &CheckedManifest {
+                        manifest: Arc::new(manifest.clone()),
+                        manifest_digest: artifact.manifest_digest().clone(),
+                        key_id: artifact.key_id().clone(),
+                    },
+                )?;
+            }
+        }
+        let dir = self.version_dir(id, version);
+        if dir.is_dir()
+            && let Ok(present) = self.check_manifest(id, version)
+            && present.manifest_digest != *artifact.manifest_digest()
+        {
+            return Err(Error::AlreadyInstalled {
+                subject: artifact.tool_ref().to_string(),
+                dir,
+            });
+        }
+        let file_name = artifact_file_name(id, version);
+        let installed = PublishedTool {
+            id: id.clone(),
+            version: version.clone(),
+            manifest_path: dir.join(MANIFEST_FILE),
+            signature_path: dir.join(SIGNATURE_FILE),
+            artifact_path: dir.join(file_name),
+            manifest_digest: artifact.manifest_digest().clone(),
+            artifact_digest: artifact.artifact_digest().clone(),
+            key_id: artifact.key_id().clone(),
+        };
+        fs::write_atomic(&installed.artifact_path, &files.wasm)?;
+        fs::write_atomic(&installed.manifest_path, &files.manifest)?;
+        fs::write_atomic(&installed.signature_path, &files.signature)?;
+        self.cache
+            .install(artifact.artifact_digest(), &files.wasm)?;
+        if let (Some(lockfile), Some(state)) = (guard.as_deref_mut(), self.lock.as_ref())
+            && lockfile.get(id).is_none_or(|pin| pin.version < *version)
+        {
+            pin(lockfile, &state.path, id, &artifact)?;
+        }
+        tracing::info!(tool = %artifact.tool_ref(), %source, dir = %dir.display(), "installed");
+        Ok(installed)
+    }
+
     fn version_dir(&self, id: &ToolName, version: &Version) -> PathBuf {
         self.root
             .join(TOOLS_DIR)
@@ -527,13 +731,7 @@ impl Registry {
             &dir.join(MANIFEST_FILE),
             &dir.join(SIGNATURE_FILE),
         )?;
-        if checked.manifest.id != *id || checked.manifest.version != *version {
-            return Err(Error::IdentityMismatch {
-                dir,
-                found: checked.manifest.tool_ref().to_string(),
-                expected: subject,
-            });
-        }
+        check_identity(&dir, &checked, id, version)?;
         Ok(checked)
     }
 
@@ -544,6 +742,16 @@ impl Registry {
         manifest_path: &Path,
         signature_path: &Path,
     ) -> Result<CheckedManifest, Error> {
+        Ok(self.read_checked(subject, manifest_path, signature_path)?.0)
+    }
+
+    /// [`Registry::check_files`], also handing back the bytes that were checked.
+    fn read_checked(
+        &self,
+        subject: &str,
+        manifest_path: &Path,
+        signature_path: &Path,
+    ) -> Result<(CheckedManifest, Vec<u8>, String), Error> {
         let manifest_bytes = fs::read(manifest_path, ReadLimit::MANIFEST)?;
         let signature_text = match fs::read_to_string(signature_path, ReadLimit::SIGNATURE_FILE) {
             Ok(text) => text,
@@ -555,19 +763,36 @@ impl Registry {
             }
             Err(e) => return Err(e),
         };
-        let signature = ManifestSignature::parse(
-            &format!("signature file `{}`", signature_path.display()),
+        let checked = self.check_bytes(
+            subject,
+            &manifest_bytes,
+            &format!("manifest `{}`", manifest_path.display()),
             &signature_text,
+            &format!("signature file `{}`", signature_path.display()),
         )?;
-        let key_id = signature::verify(&manifest_bytes, &signature, &self.trust, subject)?;
+        Ok((checked, manifest_bytes, signature_text))
+    }
+
+    /// Checks a signature over manifest bytes, then parses the manifest; `manifest_name` and
+    /// `signature_name` say where the bytes came from in errors.
+    fn check_bytes(
+        &self,
+        subject: &str,
+        manifest_bytes: &[u8],
+        manifest_name: &str,
+        signature_text: &str,
+        signature_name: &str,
+    ) -> Result<CheckedManifest, Error> {
+        let signature = ManifestSignature::parse(signature_name, signature_text)?;
+        let key_id = signature::verify(manifest_bytes, &signature, &self.trust, subject)?;
         let manifest =
-            ToolManifest::from_slice(&manifest_bytes).map_err(|source| Error::Invalid {
-                subject: format!("manifest `{}`", manifest_path.display()),
+            ToolManifest::from_slice(manifest_bytes).map_err(|source| Error::Invalid {
+                subject: manifest_name.to_owned(),
                 source,
             })?;
         Ok(CheckedManifest {
             manifest: Arc::new(manifest),
-            manifest_digest: Digest::of(&manifest_bytes),
+            manifest_digest: Digest::of(manifest_bytes),
             key_id,
         })
     }
@@ -739,6 +964,23 @@ fn pin(
     *lockfile = updated;
     tracing::info!(tool = %artifact.tool_ref(), lockfile = %path.display(), "pinned");
     Ok(locked)
+}
+
+/// A manifest must sit in the directory of its own id and version.
+fn check_identity(
+    dir: &Path,
+    checked: &CheckedManifest,
+    id: &ToolName,
+    version: &Version,
+) -> Result<(), Error> {
+    if checked.manifest.id != *id || checked.manifest.version != *version {
+        return Err(Error::IdentityMismatch {
+            dir: dir.to_owned(),
+            found: checked.manifest.tool_ref().to_string(),
+            expected: format!("{id}@{version}"),
+        });
+    }
+    Ok(())
 }
 
 fn check_pin(pin: &LockedTool, checked: &CheckedManifest) -> Result<(), Error> {

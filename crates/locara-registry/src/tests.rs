@@ -1052,3 +1052,113 @@ fn receipt_errors_name_the_receipt_and_a_revoked_host_key() {
     );
     expect!["the receipt is signed by key ed25519:c5b940ed3f65c391, which was revoked on 2025-01-02T03:04:05Z: do not rely on anything it says (a revoked host key may have signed it after it leaked)"].assert_eq(&signed.verify(&revoked).unwrap_err().to_string());
 }
+
+/// A second, empty registry (its own directory, lockfile and cache) trusting `key`.
+fn other_registry(key: &SigningKey) -> (tempfile::TempDir, Registry) {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::new(Fixture::config(dir.path(), key)).unwrap();
+    (dir, registry)
+}
+
+#[test]
+fn files_installed_elsewhere_resolve_there_and_are_pinned() {
+    let fixture = Fixture::new();
+    fixture.publish("text.echo", "1.2.0", &wasm("echo"));
+    let files = fixture
+        .registry
+        .files(&name("text.echo"), &version("1.2.0"))
+        .unwrap();
+    assert_eq!(files.wasm, wasm("echo"));
+
+    let (dir, other) = other_registry(&fixture.key);
+    let installed = other.install(&files, "a test").unwrap();
+    assert_eq!(
+        std::fs::read(&installed.manifest_path).unwrap(),
+        files.manifest
+    );
+    let artifact = other.resolve(&"text.echo".parse().unwrap()).unwrap();
+    assert_eq!(artifact.wasm(), wasm("echo"));
+    let lock = std::fs::read_to_string(dir.path().join("locara.lock.json")).unwrap();
+    assert!(lock.contains("\"version\": \"1.2.0\""), "{lock}");
+    // The same files again change nothing.
+    other.install(&files, "a test").unwrap();
+}
+
+#[test]
+fn files_that_fail_verification_write_nothing() {
+    let fixture = Fixture::new();
+    fixture.publish("text.echo", "1.2.0", &wasm("echo"));
+    let files = fixture
+        .registry
+        .files(&name("text.echo"), &version("1.2.0"))
+        .unwrap();
+    let (dir, other) = other_registry(&fixture.key);
+
+    let mut tampered = files.clone();
+    tampered.wasm = wasm("evil!");
+    let error = other.install(&tampered, "a test").unwrap_err();
+    assert!(matches!(error, Error::SizeMismatch { .. }), "{error}");
+    tampered.wasm = wasm("ohce");
+    let error = other.install(&tampered, "a test").unwrap_err();
+    assert!(matches!(error, Error::HashMismatch { .. }), "{error}");
+
+    let mut forged = files.clone();
+    forged.manifest = String::from_utf8(files.manifest.clone())
+        .unwrap()
+        .replace("A tool for tests.", "A tool for tests!")
+        .into_bytes();
+    let error = other.install(&forged, "a test").unwrap_err();
+    assert!(matches!(error, Error::BadSignature { .. }), "{error}");
+
+    let (_, stranger) = other_registry(&key(9));
+    let error = stranger.install(&files, "a test").unwrap_err();
+    assert!(matches!(error, Error::UnknownKey { .. }), "{error}");
+
+    assert!(!dir.path().join("registry").exists());
+    assert!(!dir.path().join("cache").exists());
+    assert!(!dir.path().join("locara.lock.json").exists());
+}
+
+#[test]
+fn install_keeps_the_lockfile_rules_and_never_replaces_a_version() {
+    let fixture = Fixture::new();
+    fixture.publish("text.echo", "1.0.0", &wasm("one"));
+    fixture.publish("text.echo", "2.0.0", &wasm("two"));
+    let one = fixture
+        .registry
+        .files(&name("text.echo"), &version("1.0.0"))
+        .unwrap();
+    let two = fixture
+        .registry
+        .files(&name("text.echo"), &version("2.0.0"))
+        .unwrap();
+    let (_dir, other) = other_registry(&fixture.key);
+    other.install(&two, "a test").unwrap();
+    let error = other.install(&one, "a test").unwrap_err();
+    assert!(matches!(error, Error::Rollback { .. }), "{error}");
+
+    // The same version, signed again over other bytes: refused, the installed one stays.
+    let republished = Fixture::new();
+    republished.publish("text.echo", "2.0.0", &wasm("two, again"));
+    let other_two = republished
+        .registry
+        .files(&name("text.echo"), &version("2.0.0"))
+        .unwrap();
+    let error = other.install(&other_two, "a test").unwrap_err();
+    assert!(matches!(error, Error::LockMismatch { .. }), "{error}");
+    let (_dir, unlocked) = {
+        let dir = tempfile::tempdir().unwrap();
+        let config = RegistryConfig::new(dir.path().join("registry"))
+            .with_cache_dir(dir.path().join("cache"))
+            .with_trust(TrustStore::new().with_key(fixture.key.public_key().clone()));
+        let registry = Registry::new(config).unwrap();
+        (dir, registry)
+    };
+    unlocked.install(&two, "a test").unwrap();
+    let error = unlocked.install(&other_two, "a test").unwrap_err();
+    assert!(matches!(error, Error::AlreadyInstalled { .. }), "{error}");
+    let kept = unlocked
+        .resolve(&"text.echo@2.0.0".parse().unwrap())
+        .unwrap();
+    assert_eq!(kept.wasm(), wasm("two"));
+}
