@@ -52,3 +52,5 @@ mod code_mode;
 mod chains;
 // `locara serve --http --auth`: API keys and JWTs bound to apps, rate limits and caps.
 mod serve_auth;
+// Tools through an OCI registry (docker-registry on loopback): push, pull, install, refusals.
+mod oci;

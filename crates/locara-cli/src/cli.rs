@@ -513,6 +513,47 @@ pub(crate) enum Command {
         key: PathBuf,
     },
 
+    /// Push a tool of this home's registry to an OCI registry (verified first): its manifest,
+    /// signature and wasm as one artifact, at NAMESPACE/ID:VERSION
+    Push {
+        /// `id@version`
+        tool: String,
+        /// Where: oci://HOST[:PORT]/NAMESPACE
+        #[arg(long, value_name = "oci://HOST/NAMESPACE")]
+        to: String,
+        #[command(flatten)]
+        oci: OciArgs,
+    },
+
+    /// Pull a tool from an OCI registry into a directory, after verifying it against this
+    /// home's trusted keys
+    Pull {
+        /// `id@version`
+        tool: String,
+        /// Where: oci://HOST[:PORT]/NAMESPACE
+        #[arg(long, value_name = "oci://HOST/NAMESPACE")]
+        from: String,
+        /// The directory to write manifest.json, manifest.sig.json and the wasm into
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        #[command(flatten)]
+        oci: OciArgs,
+    },
+
+    /// Install a signed tool into this home's registry and pin it in its lockfile: from an OCI
+    /// registry, or from a directory holding manifest.json and manifest.sig.json (the wasm
+    /// beside them, or at the manifest's https `artifact.url`). Nothing is written unless the
+    /// signature (by a key in `<home>/trust`), the hashes and the lockfile's rules all hold.
+    Install {
+        /// `id@version`
+        tool: String,
+        /// oci://HOST[:PORT]/NAMESPACE, or a directory
+        #[arg(long, value_name = "SOURCE")]
+        from: String,
+        #[command(flatten)]
+        oci: OciArgs,
+    },
+
     /// Pin, sign and publish a tool into `<home>/registry`
     Publish {
         /// The secret key file (`NAME.secret.json`)
@@ -525,6 +566,23 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FILE")]
         wasm: PathBuf,
     },
+}
+
+/// How `push`, `pull` and `install` reach a registry or an artifact's URL.
+#[derive(Debug, Args)]
+pub(crate) struct OciArgs {
+    /// Speak plain HTTP to the registry (one without TLS, on loopback or a private network)
+    #[arg(long)]
+    pub(crate) plain_http: bool,
+    /// Also trust the CA certificates of this PEM file (a private registry's or server's CA)
+    #[arg(long, value_name = "PEM")]
+    pub(crate) ca_file: Option<PathBuf>,
+    /// The registry's user name [default: anonymous]
+    #[arg(long, env = "LOCARA_OCI_USERNAME", hide_env_values = true)]
+    pub(crate) username: Option<String>,
+    /// The registry's password or token (from the environment only)
+    #[arg(skip = std::env::var("LOCARA_OCI_PASSWORD").ok())]
+    pub(crate) password: Option<String>,
 }
 
 /// `locara models`.

@@ -24,6 +24,7 @@ mod context;
 mod dev;
 mod keys;
 mod models;
+mod oci;
 mod output;
 mod progress;
 mod publish;
@@ -105,6 +106,14 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::New(NewCommand::Tool { id, dir, pdk }) => {
             authoring::new_tool(&ctx, id, dir, pdk.as_deref())
         }
+        Command::Push { tool, to, oci } => oci::push(&ctx, tool, to, oci),
+        Command::Pull {
+            tool,
+            from,
+            out,
+            oci,
+        } => oci::pull(&ctx, tool, from, out, oci),
+        Command::Install { tool, from, oci } => oci::install(&ctx, tool, from, oci),
         Command::Build { path } => authoring::build(&ctx, path),
         Command::Dev { path, key } => dev::dev(&ctx, path, key),
     }

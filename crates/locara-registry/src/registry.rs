@@ -671,7 +671,7 @@ impl Registry {
                     pin,
                     &CheckedManifest {
                         manifest: Arc::new(manifest.clone()),
-                        manifest_digest: artifact.manifest_digest().clone(),
+                        manifest_digest: *artifact.manifest_digest(),
                         key_id: artifact.key_id().clone(),
                     },
                 )?;
@@ -694,8 +694,8 @@ impl Registry {
             manifest_path: dir.join(MANIFEST_FILE),
             signature_path: dir.join(SIGNATURE_FILE),
             artifact_path: dir.join(file_name),
-            manifest_digest: artifact.manifest_digest().clone(),
-            artifact_digest: artifact.artifact_digest().clone(),
+            manifest_digest: *artifact.manifest_digest(),
+            artifact_digest: *artifact.artifact_digest(),
             key_id: artifact.key_id().clone(),
         };
         fs::write_atomic(&installed.artifact_path, &files.wasm)?;

@@ -3,10 +3,11 @@
 //! The build script compiles every guest (the built-in tools and the adversarial probe) for
 //! `wasm32-wasip1`; [`TOOLS`] and [`PROBE`] say where. [`TestHome`] publishes them, signed by a
 //! fresh key, into a temporary home laid out as `locara-facade` expects. [`tls`] makes a CA
-//! and certificates on the spot and puts TLS in front of a plain server on loopback, [`proxy`] runs a real CONNECT proxy, and [`llm`] serves the tests' language models. Depend on
+//! and certificates on the spot and puts TLS in front of a plain server on loopback, [`proxy`] runs a real CONNECT proxy, [`oci`] a real OCI registry, and [`llm`] serves the tests' language models. Depend on
 //! this crate as a dev-dependency only.
 
 pub mod llm;
+pub mod oci;
 pub mod proxy;
 pub mod tls;
 
