@@ -556,3 +556,114 @@ fn sigterm_drains_the_calls_in_flight_then_exits() {
     };
     assert!(status.success(), "{status}");
 }
+
+#[test]
+fn settings_come_from_flags_then_the_environment_then_the_config_file_and_the_log_is_json() {
+    let site = Site::new();
+    let key = site.add_key("chunker", "chunker", &[]);
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .to_string()
+    };
+    let (file_addr, env_addr) = (free(), free());
+    std::fs::create_dir(site.path("etc")).unwrap();
+    // Relative paths in the file are relative to it.
+    std::fs::write(
+        site.path("etc/locara.toml"),
+        format!(
+            "http = \"{file_addr}\"\nauth = \"../auth.json\"\ndir = \"../data\"\n\
+             drain_seconds = 5\nlog_format = \"text\"\nlog = \"info\"\n"
+        ),
+    )
+    .unwrap();
+    let mut server = Server(
+        site.locara()
+            .args(["serve", "--log-format", "json"])
+            .env("LOCARA_CONFIG", site.path("etc/locara.toml"))
+            .env("LOCARA_HTTP", &env_addr)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = BufReader::new(server.0.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "ended before listening"
+        );
+        let event: Value = serde_json::from_str(&line).expect("every log line is JSON");
+        if let Some(url) = event["message"]
+            .as_str()
+            .and_then(|m| m.strip_prefix("listening on "))
+        {
+            break url.to_owned();
+        }
+    };
+    // The environment's address, not the file's.
+    assert_eq!(url, format!("http://{env_addr}/mcp"));
+    assert!(TcpStream::connect(&file_addr).is_err());
+
+    let report = site.client(
+        &env_addr,
+        &key,
+        &json!([{"name": "text.chunk", "arguments": {"text": "a b c", "max_chars": 2}}]),
+    );
+    assert_ne!(report["results"][0]["isError"], json!(true), "{report:#}");
+    let refused = post(&env_addr, Some("lk_wrong"), None, &initialize());
+    assert_eq!(refused.status, 401);
+    let pid = server.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let events: Vec<Value> = rest
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let call = events
+        .iter()
+        .find(|e| e["target"] == "locara::call")
+        .unwrap_or_else(|| panic!("no call event in {rest}"));
+    assert_eq!(call["tool"], "text.chunk", "{call}");
+    assert_eq!(call["outcome"], "ok", "{call}");
+    assert_eq!(call["level"], "INFO", "{call}");
+    assert!(call["ms"].as_f64().unwrap() > 0.0, "{call}");
+    let refusal = events
+        .iter()
+        .find(|e| e["target"] == "locara::http")
+        .unwrap_or_else(|| panic!("no refusal event in {rest}"));
+    assert_eq!(refusal["status"], 401, "{refusal}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["message"] == "locara: stopped; every call in flight was answered"),
+        "{rest}"
+    );
+
+    // A key the file does not know is refused with where it was read.
+    std::fs::write(site.path("etc/bad.toml"), "htp = \"127.0.0.1:1\"\n").unwrap();
+    let output = site
+        .locara()
+        .args(["serve", "--config", "etc/bad.toml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr.contains("etc/bad.toml is not a valid config file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unknown field `htp`"), "{stderr}");
+}

@@ -666,38 +666,47 @@ pub(crate) enum ToolsCommand {
     },
 }
 
-/// `locara serve`.
+/// `locara serve`. Every setting but `--dir`'s workspace flags can also come from the
+/// environment (`LOCARA_*`, named beside each) and from `--config FILE` (TOML, the same names
+/// with `_`): a flag wins over the environment, which wins over the file.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
+    /// Read settings from this TOML file (keys as the flags, with `_`: `http`, `auth`,
+    /// `public_url`, `metrics`, `drain_seconds`, `dir`, `allow_write`, `code_mode`,
+    /// `log_format`, `log`); relative paths in it are relative to it
+    #[arg(long, value_name = "FILE", env = "LOCARA_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio [ADDR default: 127.0.0.1:8765;
     /// port 0 picks a free port]
     #[arg(
         long,
         value_name = "ADDR",
         num_args = 0..=1,
-        default_missing_value = locara_mcp::DEFAULT_HTTP_ADDR
+        default_missing_value = locara_mcp::DEFAULT_HTTP_ADDR,
+        env = "LOCARA_HTTP"
     )]
     pub(crate) http: Option<SocketAddr>,
 
     /// Callers must authenticate: API keys and JWTs as this auth file says (`locara keys
     /// add`); each key's app bounds its calls. Needed to listen on a non-loopback address
-    #[arg(long, value_name = "FILE", requires = "http")]
+    #[arg(long, value_name = "FILE", env = "LOCARA_AUTH")]
     pub(crate) auth: Option<PathBuf>,
 
     /// The server's URL as clients reach it (e.g. behind a load balancer), for the OAuth
     /// protected-resource metadata [default: http://ADDR]
-    #[arg(long, value_name = "URL", requires = "auth")]
+    #[arg(long, value_name = "URL", env = "LOCARA_PUBLIC_URL")]
     pub(crate) public_url: Option<String>,
 
     /// Serve Prometheus metrics at http://ADDR/metrics, on a listener of their own: calls by
     /// tool and outcome, their latency, limits hit, calls in flight, refused requests
-    #[arg(long, value_name = "ADDR", requires = "http")]
+    #[arg(long, value_name = "ADDR", env = "LOCARA_METRICS")]
     pub(crate) metrics: Option<SocketAddr>,
 
     /// On SIGTERM or Ctrl-C, stop accepting and wait this long for calls in flight (and their
-    /// answers) before exiting; /readyz answers 503 meanwhile
-    #[arg(long, value_name = "SECONDS", default_value_t = 30, requires = "http")]
-    pub(crate) drain_seconds: u64,
+    /// answers) before exiting; /readyz answers 503 meanwhile [default: 30]
+    #[arg(long, value_name = "SECONDS", env = "LOCARA_DRAIN_SECONDS")]
+    pub(crate) drain_seconds: Option<u64>,
 
     /// The directory every call sees at /workspace; without an app manifest it is also granted,
     /// read-only unless --allow-write
@@ -705,13 +714,33 @@ pub(crate) struct ServeArgs {
     pub(crate) dir: Option<PathBuf>,
 
     /// Without an app manifest: let tools write in --dir
-    #[arg(long, requires = "dir")]
+    #[arg(long)]
     pub(crate) allow_write: bool,
 
     /// Serve code mode: two tools, `search_tools` and `run_program` (a Python or JavaScript
     /// program that calls tools through `locara.tools`), instead of one tool per tool
     #[arg(long)]
     pub(crate) code_mode: bool,
+
+    /// The server's log on stderr: `text` for people, `json` (one object a line) for log
+    /// collectors [default: text]; which events, by `--log` or LOCARA_LOG
+    #[arg(long, value_enum, value_name = "FORMAT", env = "LOCARA_LOG_FORMAT")]
+    pub(crate) log_format: Option<LogFormat>,
+
+    /// Which events to log, as a tracing filter: `info` (each call, each refusal, start and
+    /// stop), `debug`, `locara_mcp=debug,info`… [default: info]
+    #[arg(long, value_name = "FILTER", env = "LOCARA_LOG")]
+    pub(crate) log: Option<String>,
+}
+
+/// `locara serve --log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `target`, `fields`, `spans`.
+    Json,
 }
 
 /// `locara run`.

@@ -2,18 +2,159 @@
 //!
 //! Stdout belongs to the stdio transport: everything this command says goes to stderr.
 
-use std::{collections::HashMap, path::Path, process::ExitCode, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    sync::Arc,
+    time::Duration,
+};
 
 use anyhow::{Context as _, format_err};
 use locara_mcp::{HttpConfig, HttpServer, LocaraMcp, Metrics, MetricsServer};
+use serde::Deserialize;
 
 use crate::{
-    cli::ServeArgs,
+    cli::{LogFormat, ServeArgs},
     context::{self, Context},
 };
 
+/// What `locara serve` runs with: each setting from its flag, else its environment variable
+/// (clap reads both into [`ServeArgs`]), else the `--config` file, else its default.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    http: Option<SocketAddr>,
+    auth: Option<PathBuf>,
+    public_url: Option<String>,
+    metrics: Option<SocketAddr>,
+    drain_seconds: u64,
+    dir: Option<PathBuf>,
+    allow_write: bool,
+    code_mode: bool,
+    log_format: LogFormat,
+    log: String,
+}
+
+/// The `--config` file: the flags' names with `_`, all optional, nothing else.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    http: Option<SocketAddr>,
+    auth: Option<PathBuf>,
+    public_url: Option<String>,
+    metrics: Option<SocketAddr>,
+    drain_seconds: Option<u64>,
+    dir: Option<PathBuf>,
+    allow_write: Option<bool>,
+    code_mode: Option<bool>,
+    log_format: Option<LogFormat>,
+    log: Option<String>,
+}
+
+impl Settings {
+    /// Merges the flags and environment with the `--config` file, and checks what needs what.
+    pub(crate) fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
+        let file = match &args.config {
+            None => ConfigFile::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read the config file {}", path.display()))?;
+                let mut file: ConfigFile = toml::from_str(&text)
+                    .with_context(|| format!("{} is not a valid config file", path.display()))?;
+                // Paths in the file are relative to it, as a person reading it expects.
+                let base = path.parent().unwrap_or(Path::new("."));
+                for field in [&mut file.auth, &mut file.dir] {
+                    if let Some(relative) = field.as_mut().filter(|p| p.is_relative()) {
+                        *relative = base.join(&*relative);
+                    }
+                }
+                file
+            }
+        };
+        let settings = Settings {
+            http: args.http.or(file.http),
+            auth: args.auth.clone().or(file.auth),
+            public_url: args.public_url.clone().or(file.public_url),
+            metrics: args.metrics.or(file.metrics),
+            drain_seconds: args.drain_seconds.or(file.drain_seconds).unwrap_or(30),
+            dir: args.dir.clone().or(file.dir),
+            allow_write: args.allow_write || file.allow_write.unwrap_or(false),
+            code_mode: args.code_mode || file.code_mode.unwrap_or(false),
+            log_format: args
+                .log_format
+                .or(file.log_format)
+                .unwrap_or(LogFormat::Text),
+            log: args
+                .log
+                .clone()
+                .or(file.log)
+                .unwrap_or_else(|| "info".to_owned()),
+        };
+        let needs_http = [
+            ("auth", settings.auth.is_some()),
+            ("metrics", settings.metrics.is_some()),
+        ];
+        if settings.http.is_none()
+            && let Some((name, _)) = needs_http.iter().find(|(_, set)| *set)
+        {
+            return Err(format_err!(
+                "`{name}` needs `http` (--http ADDR, LOCARA_HTTP or `http` in the config file): stdio has one client, its own"
+            ));
+        }
+        if settings.public_url.is_some() && settings.auth.is_none() {
+            return Err(format_err!(
+                "`public_url` is for the OAuth metadata of an authenticated server: set `auth` too"
+            ));
+        }
+        if settings.allow_write && settings.dir.is_none() {
+            return Err(format_err!(
+                "`allow_write` needs `dir`: the directory to write in"
+            ));
+        }
+        Ok(settings)
+    }
+}
+
+/// Sends the server's log to stderr, as `format` and `filter` say. An invalid filter is an
+/// error, not a silent default: an operator who asked for `debug` should not get nothing.
+fn init_logging(format: LogFormat, filter: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter).with_context(|| {
+        format!("invalid log filter `{filter}` (e.g. `info`, `locara_mcp=debug,info`)")
+    })?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let installed = match format {
+        LogFormat::Text => builder.with_ansi(false).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+    };
+    installed.map_err(|e| format_err!("cannot install the logger: {e}"))?;
+    let _ = FORMAT.set(format);
+    Ok(())
+}
+
+/// The log format [`init_logging`] installed.
+static FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
+
+/// Says what the server is doing on stderr: a plain line in the text format (what a person
+/// reads, and what scripts wait for: `listening on URL`), an `info` event in the JSON one (so
+/// every line of the log parses).
+fn say(message: &str) {
+    match FORMAT.get() {
+        Some(LogFormat::Json) => tracing::info!(target: "locara::serve", "{message}"),
+        _ => eprintln!("{message}"),
+    }
+}
+
 /// `locara serve`.
 pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let args = &Settings::resolve(args)?;
+    init_logging(args.log_format, &args.log)?;
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
         && args.auth.is_none()
@@ -40,7 +181,7 @@ pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode>
     let served = runtime.block_on(async {
         match args.http {
             None => {
-                eprintln!("locara: serving {tools} tools over MCP on stdio");
+                say(&format!("locara: serving {tools} tools over MCP on stdio"));
                 locara_mcp::serve_stdio(server).await
             }
             Some(addr) => {
@@ -50,8 +191,8 @@ pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode>
                     spawn_metrics(args, metrics).await?;
                 }
                 let server = HttpServer::bind(server, &config).await?;
-                eprintln!("locara: serving {tools} tools over MCP");
-                eprintln!("listening on {}", server.url());
+                say(&format!("locara: serving {tools} tools over MCP"));
+                say(&format!("listening on {}", server.url()));
                 drain(server, args).await;
                 Ok(())
             }
@@ -67,7 +208,7 @@ pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode>
 /// facade opened with that app (its tools and grants bound every call of its callers).
 fn serve_authenticated(
     ctx: &Context,
-    args: &ServeArgs,
+    args: &Settings,
     auth_file: &Path,
     dir: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
@@ -100,8 +241,10 @@ fn serve_authenticated(
             spawn_metrics(args, metrics).await?;
         }
         let server = HttpServer::bind_apps(handlers, &config).await?;
-        eprintln!("locara: serving {apps} apps over MCP to authenticated callers");
-        eprintln!("listening on {}", server.url());
+        say(&format!(
+            "locara: serving {apps} apps over MCP to authenticated callers"
+        ));
+        say(&format!("listening on {}", server.url()));
         drain(server, args).await;
         Ok::<_, anyhow::Error>(())
     })?;
@@ -109,26 +252,29 @@ fn serve_authenticated(
 }
 
 /// Binds `--metrics` and serves it in the background.
-async fn spawn_metrics(args: &ServeArgs, metrics: Arc<Metrics>) -> Result<(), locara_mcp::Error> {
+async fn spawn_metrics(args: &Settings, metrics: Arc<Metrics>) -> Result<(), locara_mcp::Error> {
     let Some(addr) = args.metrics else {
         return Ok(());
     };
     let server = MetricsServer::bind(addr, metrics).await?;
-    eprintln!("metrics on http://{}/metrics", server.local_addr());
+    say(&format!(
+        "metrics on http://{}/metrics",
+        server.local_addr()
+    ));
     tokio::spawn(server.run());
     Ok(())
 }
 
 /// Serves until SIGTERM or Ctrl-C, then drains for at most `--drain-seconds`.
-async fn drain(server: HttpServer, args: &ServeArgs) {
+async fn drain(server: HttpServer, args: &Settings) {
     let drain = Duration::from_secs(args.drain_seconds);
     if server.run_until(stop_signal(), drain).await {
-        eprintln!("locara: stopped; every call in flight was answered");
+        say("locara: stopped; every call in flight was answered");
     } else {
-        eprintln!(
+        say(&format!(
             "locara: stopped after {} s of draining; connections still open were cut",
             drain.as_secs()
-        );
+        ));
     }
 }
 
@@ -145,20 +291,22 @@ async fn stop_signal() {
                 }
             }
             Err(error) => {
-                eprintln!("locara: cannot watch for SIGTERM ({error}); Ctrl-C still stops");
+                say(&format!(
+                    "locara: cannot watch for SIGTERM ({error}); Ctrl-C still stops"
+                ));
                 let _ = tokio::signal::ctrl_c().await;
             }
         }
     }
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
-    eprintln!("locara: stopping: no new connections, draining calls in flight");
+    say("locara: stopping: no new connections, draining calls in flight");
 }
 
 /// The MCP handler of `locara`, as the arguments ask: the workspace, code mode, metrics.
 fn handler(
     locara: locara_facade::Locara,
-    args: &ServeArgs,
+    args: &Settings,
     dir: Option<&Path>,
     metrics: Option<&Arc<Metrics>>,
 ) -> LocaraMcp {

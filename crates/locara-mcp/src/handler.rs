@@ -112,14 +112,33 @@ impl LocaraMcp {
         R: FnOnce(RunRequest) -> F,
         F: Future<Output = Result<RunResponse, locara_facade::Error>>,
     {
-        let Some(metrics) = &self.metrics else {
+        // One `info` event a call (target `locara::call`) when a logger wants it.
+        let logged = tracing::enabled!(target: "locara::call", tracing::Level::INFO);
+        if self.metrics.is_none() && !logged {
             return run(request).await;
-        };
+        }
         let tool = request.tool.clone();
-        let _in_flight = metrics.start();
+        let _in_flight = self.metrics.as_deref().map(Metrics::start);
         let started = Instant::now();
         let result = run(request).await;
-        metrics.record(&tool, started.elapsed(), &result);
+        let elapsed = started.elapsed();
+        if let Some(metrics) = &self.metrics {
+            metrics.record(&tool, elapsed, &result);
+        }
+        if logged {
+            let report = match &result {
+                Ok(response) => response.error.as_ref(),
+                Err(error) => Some(error.report()),
+            };
+            tracing::info!(
+                target: "locara::call",
+                tool = %tool,
+                outcome = report.map_or("ok", |r| r.code.as_str()),
+                limit = report.and_then(|r| r.limit.as_deref()),
+                ms = elapsed.as_secs_f64() * 1000.0,
+                "call"
+            );
+        }
         result
     }
 

@@ -417,6 +417,12 @@ impl Router {
 
     /// A 401 or 429 for `refusal`, with a JSON body saying why.
     fn refused(&self, refusal: &Refusal) -> HttpResponse {
+        tracing::info!(
+            target: "locara::http",
+            status = refusal.status(),
+            reason = %refusal,
+            "refused"
+        );
         let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::UNAUTHORIZED);
         let (code, description) = match refusal {
             Refusal::Missing => ("unauthorized", refusal.to_string()),
