@@ -54,3 +54,7 @@ mod chains;
 mod serve_auth;
 // Tools through an OCI registry (docker-registry on loopback): push, pull, install, refusals.
 mod oci;
+// Three replicas behind haproxy, tools from the OCI registry; one stopped mid-run.
+mod scale_out;
+// deploy/: the Kubernetes manifests and the Dockerfile, validated offline.
+mod deploy;

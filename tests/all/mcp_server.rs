@@ -10,7 +10,6 @@ use std::{
     io::{BufRead as _, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    sync::OnceLock,
 };
 
 use locara_facade::{Locara, LocaraConfig};
@@ -42,36 +41,7 @@ pub(crate) fn python() -> PathBuf {
 
 /// The `locara` binary, built (once per test process) into this test's target directory.
 pub(crate) fn locara() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        // `<target>/<profile>/deps/all-<hash>`.
-        let profile_dir = exe.parent().and_then(Path::parent).expect("a profile dir");
-        let target_dir = profile_dir.parent().expect("a target dir");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
-        let mut build = Command::new(cargo);
-        build
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "locara-cli",
-                "--bin",
-                "locara",
-                "--target-dir",
-            ])
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo build");
-        assert!(
-            status.success(),
-            "cargo build -p locara-cli failed: {status}"
-        );
-        profile_dir.join("locara")
-    })
+    locara_test_artifacts::locara_binary()
 }
 
 /// A home with every built-in tool, and an empty working directory (no stray `locara.json`).

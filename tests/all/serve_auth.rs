@@ -667,3 +667,149 @@ fn settings_come_from_flags_then_the_environment_then_the_config_file_and_the_lo
     );
     assert!(stderr.contains("unknown field `htp`"), "{stderr}");
 }
+
+/// What an OTLP receiver was sent: (path, body) of each request.
+type Exports = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// An OTLP/HTTP receiver on loopback: answers every POST with 200 and keeps (path, body).
+fn otlp_receiver() -> (String, Exports) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = std::sync::Arc::clone(&received);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut reader = BufReader::new(stream);
+            loop {
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                keep.lock().unwrap().push((path, body));
+                let answer = "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n";
+                if reader.get_mut().write_all(answer.as_bytes()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    (url, received)
+}
+
+#[test]
+fn each_call_is_a_span_exported_over_otlp() {
+    use opentelemetry_proto::tonic::{
+        collector::trace::v1::ExportTraceServiceRequest, common::v1::any_value::Value as Any,
+    };
+    use prost::Message as _;
+
+    let site = Site::new();
+    let (collector, received) = otlp_receiver();
+    let mut server = Server(
+        site.locara()
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--stateless",
+                "--dir",
+                "data",
+            ])
+            .args(["--otlp-endpoint", &collector])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = BufReader::new(server.0.stderr.take().unwrap());
+    let addr = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "ended before listening"
+        );
+        if let Some(url) = line.trim().strip_prefix("listening on http://") {
+            break url.strip_suffix("/mcp").unwrap().to_owned();
+        }
+    };
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "text.chunk", "arguments": {"text": "a b", "max_chars": 2}}});
+    assert_eq!(post(&addr, None, None, &call).status, 200);
+    let bad = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "text.chunk", "arguments": {"max_chars": 2}}});
+    assert_eq!(post(&addr, None, None, &bad).status, 200);
+    // Stopping flushes the spans not exported yet.
+    let pid = server.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(server.0.wait().unwrap().success(), "{rest}");
+
+    let received = received.lock().unwrap();
+    assert!(!received.is_empty(), "nothing exported: {rest}");
+    let mut spans = Vec::new();
+    for (path, body) in received.iter() {
+        assert_eq!(path, "/v1/traces");
+        let request = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
+        for resource_spans in request.resource_spans {
+            let resource = resource_spans.resource.unwrap();
+            let service = resource
+                .attributes
+                .iter()
+                .find(|a| a.key == "service.name")
+                .and_then(|a| a.value.clone()?.value);
+            assert_eq!(service, Some(Any::StringValue("locara".into())));
+            for scope in resource_spans.scope_spans {
+                spans.extend(scope.spans);
+            }
+        }
+    }
+    let attribute = |span: &opentelemetry_proto::tonic::trace::v1::Span, key: &str| {
+        span.attributes
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| a.value.clone()?.value)
+    };
+    let calls: Vec<_> = spans.iter().filter(|s| s.name == "call").collect();
+    assert_eq!(calls.len(), 2, "{spans:?}");
+    let outcomes: Vec<_> = calls.iter().map(|s| attribute(s, "outcome")).collect();
+    assert!(
+        outcomes.contains(&Some(Any::StringValue("ok".into()))),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&Some(Any::StringValue("invalid_input".into()))),
+        "{outcomes:?}"
+    );
+    for call in calls {
+        assert_eq!(
+            attribute(call, "tool"),
+            Some(Any::StringValue("text.chunk".into()))
+        );
+        assert!(call.end_time_unix_nano > call.start_time_unix_nano);
+    }
+}

@@ -673,7 +673,7 @@ pub(crate) enum ToolsCommand {
 pub(crate) struct ServeArgs {
     /// Read settings from this TOML file (keys as the flags, with `_`: `http`, `auth`,
     /// `public_url`, `metrics`, `drain_seconds`, `dir`, `allow_write`, `code_mode`,
-    /// `log_format`, `log`); relative paths in it are relative to it
+    /// `stateless`, `log_format`, `log`, `otlp_endpoint`); relative paths in it are relative to it
     #[arg(long, value_name = "FILE", env = "LOCARA_CONFIG")]
     pub(crate) config: Option<PathBuf>,
 
@@ -722,6 +722,11 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub(crate) code_mode: bool,
 
+    /// Keep no MCP sessions: each request is answered on its own, so replicas behind a load
+    /// balancer need no sticky sessions and a replica that stops loses no client's session
+    #[arg(long, env = "LOCARA_STATELESS")]
+    pub(crate) stateless: bool,
+
     /// The server's log on stderr: `text` for people, `json` (one object a line) for log
     /// collectors [default: text]; which events, by `--log` or LOCARA_LOG
     #[arg(long, value_enum, value_name = "FORMAT", env = "LOCARA_LOG_FORMAT")]
@@ -731,6 +736,13 @@ pub(crate) struct ServeArgs {
     /// stop), `debug`, `locara_mcp=debug,info`… [default: info]
     #[arg(long, value_name = "FILTER", env = "LOCARA_LOG")]
     pub(crate) log: Option<String>,
+
+    /// Export tracing spans (one per call: tool, outcome) over OTLP/HTTP to this collector,
+    /// e.g. http://otel-collector:4318 (`/v1/traces` is added); OTEL_EXPORTER_OTLP_ENDPOINT and
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT are honoured too, OTEL_SERVICE_NAME names the service
+    /// [default: locara]
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
 }
 
 /// `locara serve --log-format`.

@@ -31,6 +31,7 @@ mod publish;
 mod receipts;
 mod run;
 mod serve;
+mod telemetry;
 mod trust;
 mod verify;
 

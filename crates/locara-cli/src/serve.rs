@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::{
     cli::{LogFormat, ServeArgs},
     context::{self, Context},
+    telemetry::{self, say},
 };
 
 /// What `locara serve` runs with: each setting from its flag, else its environment variable
@@ -32,8 +33,10 @@ pub(crate) struct Settings {
     dir: Option<PathBuf>,
     allow_write: bool,
     code_mode: bool,
+    stateless: bool,
     log_format: LogFormat,
     log: String,
+    otlp_endpoint: Option<String>,
 }
 
 /// The `--config` file: the flags' names with `_`, all optional, nothing else.
@@ -48,8 +51,10 @@ struct ConfigFile {
     dir: Option<PathBuf>,
     allow_write: Option<bool>,
     code_mode: Option<bool>,
+    stateless: Option<bool>,
     log_format: Option<LogFormat>,
     log: Option<String>,
+    otlp_endpoint: Option<String>,
 }
 
 impl Settings {
@@ -81,6 +86,7 @@ impl Settings {
             dir: args.dir.clone().or(file.dir),
             allow_write: args.allow_write || file.allow_write.unwrap_or(false),
             code_mode: args.code_mode || file.code_mode.unwrap_or(false),
+            stateless: args.stateless || file.stateless.unwrap_or(false),
             log_format: args
                 .log_format
                 .or(file.log_format)
@@ -90,6 +96,7 @@ impl Settings {
                 .clone()
                 .or(file.log)
                 .unwrap_or_else(|| "info".to_owned()),
+            otlp_endpoint: args.otlp_endpoint.clone().or(file.otlp_endpoint),
         };
         let needs_http = [
             ("auth", settings.auth.is_some()),
@@ -116,45 +123,10 @@ impl Settings {
     }
 }
 
-/// Sends the server's log to stderr, as `format` and `filter` say. An invalid filter is an
-/// error, not a silent default: an operator who asked for `debug` should not get nothing.
-fn init_logging(format: LogFormat, filter: &str) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter).with_context(|| {
-        format!("invalid log filter `{filter}` (e.g. `info`, `locara_mcp=debug,info`)")
-    })?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let installed = match format {
-        LogFormat::Text => builder.with_ansi(false).try_init(),
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .try_init(),
-    };
-    installed.map_err(|e| format_err!("cannot install the logger: {e}"))?;
-    let _ = FORMAT.set(format);
-    Ok(())
-}
-
-/// The log format [`init_logging`] installed.
-static FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
-
-/// Says what the server is doing on stderr: a plain line in the text format (what a person
-/// reads, and what scripts wait for: `listening on URL`), an `info` event in the JSON one (so
-/// every line of the log parses).
-fn say(message: &str) {
-    match FORMAT.get() {
-        Some(LogFormat::Json) => tracing::info!(target: "locara::serve", "{message}"),
-        _ => eprintln!("{message}"),
-    }
-}
-
 /// `locara serve`.
 pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let args = &Settings::resolve(args)?;
-    init_logging(args.log_format, &args.log)?;
+    let _telemetry = telemetry::init(args.log_format, &args.log, args.otlp_endpoint.as_deref())?;
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
         && args.auth.is_none()
@@ -185,7 +157,7 @@ pub(crate) fn serve(ctx: &Context, args: &ServeArgs) -> anyhow::Result<ExitCode>
                 locara_mcp::serve_stdio(server).await
             }
             Some(addr) => {
-                let mut config = HttpConfig::new(addr);
+                let mut config = HttpConfig::new(addr).with_stateless(args.stateless);
                 if let Some(metrics) = metrics {
                     config = config.with_metrics(Arc::clone(&metrics));
                     spawn_metrics(args, metrics).await?;
@@ -225,7 +197,9 @@ fn serve_authenticated(
         handlers.insert(app, handler(locara, args, dir, metrics.as_ref()));
     }
     let apps = handlers.len();
-    let mut config = HttpConfig::new(addr).with_auth(auth);
+    let mut config = HttpConfig::new(addr)
+        .with_auth(auth)
+        .with_stateless(args.stateless);
     if let Some(url) = &args.public_url {
         config = config.with_public_url(url);
     }

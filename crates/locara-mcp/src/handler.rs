@@ -120,7 +120,19 @@ impl LocaraMcp {
         let tool = request.tool.clone();
         let _in_flight = self.metrics.as_deref().map(Metrics::start);
         let started = Instant::now();
-        let result = run(request).await;
+        // The call's span (exported as an OpenTelemetry span when the server traces).
+        let span = logged.then(|| {
+            tracing::info_span!(
+                target: "locara::call",
+                "call",
+                tool = %tool,
+                outcome = tracing::field::Empty,
+            )
+        });
+        let result = match &span {
+            Some(span) => tracing::Instrument::instrument(run(request), span.clone()).await,
+            None => run(request).await,
+        };
         let elapsed = started.elapsed();
         if let Some(metrics) = &self.metrics {
             metrics.record(&tool, elapsed, &result);
@@ -130,10 +142,14 @@ impl LocaraMcp {
                 Ok(response) => response.error.as_ref(),
                 Err(error) => Some(error.report()),
             };
+            let outcome = report.map_or("ok", |r| r.code.as_str());
+            if let Some(span) = &span {
+                span.record("outcome", outcome);
+            }
             tracing::info!(
                 target: "locara::call",
                 tool = %tool,
-                outcome = report.map_or("ok", |r| r.code.as_str()),
+                outcome,
                 limit = report.and_then(|r| r.limit.as_deref()),
                 ms = elapsed.as_secs_f64() * 1000.0,
                 "call"

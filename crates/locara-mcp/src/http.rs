@@ -88,6 +88,11 @@ pub struct HttpConfig {
     /// Where requests refused before any call are counted (calls are counted by the
     /// handlers: [`LocaraMcp::with_metrics`]).
     pub metrics: Option<Arc<Metrics>>,
+    /// Keep no MCP sessions: every POST is answered on its own (JSON when the call sends no
+    /// progress), so any replica behind a load balancer can answer any request. By default
+    /// `false`: clients of protocol versions before 2026-07-28 get a session, held by this
+    /// process.
+    pub stateless: bool,
 }
 
 impl HttpConfig {
@@ -99,7 +104,14 @@ impl HttpConfig {
             auth: None,
             public_url: None,
             metrics: None,
+            stateless: false,
         }
+    }
+
+    /// Keeps no sessions ([`HttpConfig::stateless`]).
+    pub fn with_stateless(mut self, stateless: bool) -> HttpConfig {
+        self.stateless = stateless;
+        self
     }
 
     /// Counts refused requests in `metrics`.
@@ -172,7 +184,7 @@ impl HttpServer {
         config: &HttpConfig,
     ) -> Result<HttpServer, Error> {
         let (listener, addr) = listen(config).await?;
-        let services = Services::One(service(server.into(), addr));
+        let services = Services::One(service(server.into(), addr, config.stateless));
         Ok(HttpServer::new(listener, addr, config, services))
     }
 
@@ -203,7 +215,7 @@ impl HttpServer {
         let services = Services::ByApp(
             servers
                 .into_iter()
-                .map(|(app, server)| (app, service(server, addr)))
+                .map(|(app, server)| (app, service(server, addr, config.stateless)))
                 .collect(),
         );
         Ok(HttpServer::new(listener, addr, config, services))
@@ -311,9 +323,14 @@ async fn bind_tcp(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), Error> 
 }
 
 /// rmcp's service around one handler.
-fn service(handler: LocaraMcp, addr: SocketAddr) -> Service {
+fn service(handler: LocaraMcp, addr: SocketAddr, stateless: bool) -> Service {
     let mut http =
         StreamableHttpServerConfig::default().with_max_request_body_bytes(crate::MAX_MESSAGE_BYTES);
+    if stateless {
+        http = http
+            .with_legacy_session_mode(false)
+            .with_json_response(true);
+    }
     if !addr.ip().is_loopback() {
         http = http.disable_allowed_hosts();
     }

@@ -3,9 +3,10 @@
 //! The build script compiles every guest (the built-in tools and the adversarial probe) for
 //! `wasm32-wasip1`; [`TOOLS`] and [`PROBE`] say where. [`TestHome`] publishes them, signed by a
 //! fresh key, into a temporary home laid out as `locara-facade` expects. [`tls`] makes a CA
-//! and certificates on the spot and puts TLS in front of a plain server on loopback, [`proxy`] runs a real CONNECT proxy, [`oci`] a real OCI registry, and [`llm`] serves the tests' language models. Depend on
+//! and certificates on the spot and puts TLS in front of a plain server on loopback, [`proxy`] runs a real CONNECT proxy, [`oci`] a real OCI registry, [`cluster`] replicas behind haproxy, and [`llm`] serves the tests' language models. Depend on
 //! this crate as a dev-dependency only.
 
+pub mod cluster;
 pub mod llm;
 pub mod oci;
 pub mod proxy;
@@ -18,6 +19,44 @@ use locara_registry::{
 };
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
+
+/// The `locara` binary, built (once per process) with the profile of the running test or
+/// bench, into its target directory.
+///
+/// # Panics
+/// When `cargo build -p locara-cli` fails.
+pub fn locara_binary() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        // `<target>/<profile>/deps/<name>-<hash>`.
+        let profile_dir = exe.parent().and_then(Path::parent).expect("a profile dir");
+        let target_dir = profile_dir.parent().expect("a target dir");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "locara-cli",
+                "--bin",
+                "locara",
+                "--target-dir",
+            ])
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build");
+        assert!(
+            status.success(),
+            "cargo build -p locara-cli failed: {status}"
+        );
+        profile_dir.join("locara")
+    })
+}
 
 /// A temporary Locara home (`registry/`, `cache/`, `trust/`) with every built-in tool and the
 /// probe (`test.probe`) published and signed by a fresh key that `trust/` trusts.
