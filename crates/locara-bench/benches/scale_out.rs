@@ -43,7 +43,7 @@ fn round(addr: &str, key: &str, clients: usize, calls: usize) -> f64 {
                     .unwrap();
                 barrier.wait();
                 for n in 0..calls / clients {
-                    let text = format!("c{client}n{n} tail");
+                    let text = format!("c{client}n{n} second-chunk-of-the-call");
                     let answer = mcp
                         .call("text.chunk", &json!({"text": text, "max_chars": 12}))
                         .unwrap();
