@@ -527,16 +527,7 @@ impl Registry {
         let mut lockfile = lock_guard(state);
         let checked = self.check_manifest(id, version)?;
         if let Some(pin) = lockfile.get(id).filter(|_| !force) {
-            if *version < pin.version {
-                return Err(Error::Rollback {
-                    id: id.clone(),
-                    requested: version.clone(),
-                    locked: pin.version.clone(),
-                });
-            }
-            if *version == pin.version {
-                check_pin(pin, &checked)?;
-            }
+            check_against_pin(pin, &checked)?;
         }
         let artifact_path = self
             .version_dir(id, version)
@@ -583,6 +574,17 @@ impl Registry {
     /// [`Error::SizeMismatch`], [`Error::HashMismatch`], and [`Error::FileTooLarge`] for a
     /// manifest or signature larger than a registry would read.
     pub fn verify_files(&self, files: &ToolFiles, source: &str) -> Result<VerifiedArtifact, Error> {
+        let checked = self.check_in_memory(files, source)?;
+        Ok(VerifiedArtifact::new(
+            checked.manifest,
+            files.wasm.clone().into(),
+            checked.manifest_digest,
+            checked.key_id,
+        ))
+    }
+
+    /// [`Registry::verify_files`]'s checks, without copying the module.
+    fn check_in_memory(&self, files: &ToolFiles, source: &str) -> Result<CheckedManifest, Error> {
         let too_large = |limit: ReadLimit| Error::FileTooLarge {
             what: limit.what(),
             path: PathBuf::from(source),
@@ -633,12 +635,7 @@ impl Registry {
                 expected,
             });
         }
-        Ok(VerifiedArtifact::new(
-            checked.manifest,
-            files.wasm.clone().into(),
-            checked.manifest_digest,
-            checked.key_id,
-        ))
+        Ok(checked)
     }
 
     /// Installs files that came from elsewhere (`source` names where, for errors) into
@@ -654,29 +651,22 @@ impl Registry {
     /// [`Error::AlreadyInstalled`] when the version holds another verified manifest, and
     /// [`Error::Io`] when a file cannot be written.
     pub fn install(&self, files: &ToolFiles, source: &str) -> Result<PublishedTool, Error> {
-        let artifact = self.verify_files(files, source)?;
+        let checked = self.check_in_memory(files, source)?;
+        let mut guard = self.lock.as_ref().map(lock_guard);
+        if let Some(pin) = guard
+            .as_deref()
+            .and_then(|lockfile| lockfile.get(&checked.manifest.id))
+        {
+            check_against_pin(pin, &checked)?;
+        }
+        let artifact = VerifiedArtifact::new(
+            checked.manifest,
+            files.wasm.clone().into(),
+            checked.manifest_digest,
+            checked.key_id,
+        );
         let manifest = artifact.manifest();
         let (id, version) = (&manifest.id, &manifest.version);
-        let mut guard = self.lock.as_ref().map(lock_guard);
-        if let Some(pin) = guard.as_deref().and_then(|lockfile| lockfile.get(id)) {
-            if *version < pin.version {
-                return Err(Error::Rollback {
-                    id: id.clone(),
-                    requested: version.clone(),
-                    locked: pin.version.clone(),
-                });
-            }
-            if *version == pin.version {
-                check_pin(
-                    pin,
-                    &CheckedManifest {
-                        manifest: Arc::new(manifest.clone()),
-                        manifest_digest: *artifact.manifest_digest(),
-                        key_id: artifact.key_id().clone(),
-                    },
-                )?;
-            }
-        }
         let dir = self.version_dir(id, version);
         if dir.is_dir()
             && let Ok(present) = self.check_manifest(id, version)
@@ -979,6 +969,23 @@ fn check_identity(
             found: checked.manifest.tool_ref().to_string(),
             expected: format!("{id}@{version}"),
         });
+    }
+    Ok(())
+}
+
+/// The lockfile's rules for a verified manifest against its id's pin: never older than the
+/// pin, and the pinned version itself only with the pinned hashes.
+fn check_against_pin(pin: &LockedTool, checked: &CheckedManifest) -> Result<(), Error> {
+    let (id, version) = (&checked.manifest.id, &checked.manifest.version);
+    if *version < pin.version {
+        return Err(Error::Rollback {
+            id: id.clone(),
+            requested: version.clone(),
+            locked: pin.version.clone(),
+        });
+    }
+    if *version == pin.version {
+        check_pin(pin, checked)?;
     }
     Ok(())
 }
