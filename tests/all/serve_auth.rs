@@ -131,7 +131,9 @@ impl Site {
                 break url.to_owned();
             }
         };
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        // The rest of the log, in `serve.log`, for the assertions that look at it.
+        let mut log = std::fs::File::create(self.path("serve.log")).unwrap();
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut log));
         let addr = url
             .strip_prefix("http://")
             .and_then(|u| u.strip_suffix("/mcp"))
@@ -812,4 +814,46 @@ fn each_call_is_a_span_exported_over_otlp() {
         );
         assert!(call.end_time_unix_nano > call.start_time_unix_nano);
     }
+}
+
+#[test]
+fn a_changed_auth_file_is_reloaded_without_a_restart() {
+    let site = Site::new();
+    let old = site.add_key("old", "chunker", &[]);
+    let (_server, addr) = site.serve();
+    assert_eq!(post(&addr, Some(&old), None, &initialize()).status, 200);
+
+    // Revoke one key and issue another: the running server follows within seconds.
+    let removed = site
+        .locara()
+        .args(["keys", "remove", "old", "--auth", "auth.json"])
+        .output()
+        .unwrap();
+    assert!(removed.status.success(), "{removed:?}");
+    let new = site.add_key("new", "chunker", &[]);
+    let until = |key: &str, status: u16| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let reply = post(&addr, Some(key), None, &initialize());
+            if reply.status == status {
+                return reply;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "still {reply:?}; the server said:\n{}",
+                std::fs::read_to_string(site.path("serve.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let refused = until(&old, 401);
+    assert!(refused.body.contains("not known here"), "{refused:?}");
+    until(&new, 200);
+
+    // A file binding a key to an app the server did not open at start is not taken: the
+    // keys in force stay, and the new key is refused until a restart.
+    let other = site.add_key("other", "prober", &[]);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(post(&addr, Some(&other), None, &initialize()).status, 401);
+    assert_eq!(post(&addr, Some(&new), None, &initialize()).status, 200);
 }

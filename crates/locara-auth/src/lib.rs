@@ -21,6 +21,7 @@ mod limit;
 
 use std::{
     path::{Path, PathBuf},
+    sync::{Arc, PoisonError, RwLock},
     time::Duration,
 };
 
@@ -129,9 +130,34 @@ impl Refusal {
 /// The callers a server admits (loaded from an [`AuthFile`]) and their counters.
 #[derive(Debug)]
 pub struct Auth {
+    /// The keys and the JWT set-up, replaced whole by [`Auth::reload`].
+    credentials: RwLock<Arc<Credentials>>,
+    limiter: limit::Limiter,
+}
+
+/// What one reading of the auth file admits.
+#[derive(Debug)]
+struct Credentials {
     keys: Vec<file::HashedKey>,
     jwt: Option<jwt::JwtAuth>,
-    limiter: limit::Limiter,
+}
+
+impl Credentials {
+    /// Every app a principal may be bound to, each once, in the file's order.
+    fn apps(&self) -> Vec<PathBuf> {
+        let mut apps: Vec<PathBuf> = Vec::new();
+        let all = self
+            .keys
+            .iter()
+            .map(|k| &k.app)
+            .chain(self.jwt.as_ref().map(|j| &j.app));
+        for app in all {
+            if !apps.contains(app) {
+                apps.push(app.clone());
+            }
+        }
+        apps
+    }
 }
 
 impl Auth {
@@ -175,32 +201,56 @@ impl Auth {
             .map(|entry| jwt::JwtAuth::load(entry, dir))
             .transpose()?;
         Ok(Auth {
-            keys,
-            jwt,
+            credentials: RwLock::new(Arc::new(Credentials { keys, jwt })),
             limiter: limit::Limiter::default(),
         })
     }
 
+    /// Reads the auth file at `path` again and, when it is valid and every app it names is one
+    /// `serves` accepts, admits what it says from the next request on (a removed key is
+    /// refused, a new one admitted); the counters of callers still there carry on. Otherwise
+    /// the keys in force stay as they were. Returns how many keys are now admitted.
+    ///
+    /// # Errors
+    /// As [`Auth::load`], and [`Error::Invalid`] when the file names an app `serves` refuses
+    /// (a server opens its apps when it starts).
+    pub fn reload(&self, path: &Path, serves: impl Fn(&Path) -> bool) -> Result<usize, Error> {
+        let fresh = Auth::load(path)?.current();
+        if let Some(app) = fresh.apps().into_iter().find(|app| !serves(app)) {
+            return Err(Error::Invalid {
+                path: path.to_owned(),
+                message: format!(
+                    "it binds a caller to the app {}, which this server does not serve (it opens its apps when it starts): restart it to serve a new app; the keys in force are unchanged",
+                    app.display()
+                ),
+            });
+        }
+        let keys = fresh.keys.len();
+        *self
+            .credentials
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = fresh;
+        Ok(keys)
+    }
+
+    fn current(&self) -> Arc<Credentials> {
+        Arc::clone(
+            &self
+                .credentials
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
     /// Every app a principal may be bound to, each once, in the file's order.
     pub fn apps(&self) -> Vec<PathBuf> {
-        let mut apps: Vec<PathBuf> = Vec::new();
-        let all = self
-            .keys
-            .iter()
-            .map(|k| &k.app)
-            .chain(self.jwt.as_ref().map(|j| &j.app));
-        for app in all {
-            if !apps.contains(app) {
-                apps.push(app.clone());
-            }
-        }
-        apps
+        self.current().apps()
     }
 
     /// The issuer JWTs must come from, when JWTs are accepted: the authorization server a
     /// client is told about.
-    pub fn issuer(&self) -> Option<&str> {
-        self.jwt.as_ref().and_then(|j| j.issuer.as_deref())
+    pub fn issuer(&self) -> Option<String> {
+        self.current().jwt.as_ref().and_then(|j| j.issuer.clone())
     }
 
     /// Who sent `authorization` (the `Authorization` header's value, if any).
@@ -220,8 +270,9 @@ impl Auth {
                     "the Authorization header must be `Bearer <token>`".to_owned(),
                 )
             })?;
+        let credentials = self.current();
         if token.starts_with(KEY_PREFIX) {
-            return file::find(&self.keys, token)
+            return file::find(&credentials.keys, token)
                 .map(|key| Principal {
                     id: key.id.clone(),
                     app: key.app.clone(),
@@ -234,7 +285,7 @@ impl Auth {
                     )
                 });
         }
-        match &self.jwt {
+        match &credentials.jwt {
             Some(jwt) => jwt.verify(token),
             None => Err(Refusal::InvalidToken(format!(
                 "not an API key (they start with `{KEY_PREFIX}`), and this server accepts no JWTs"

@@ -218,7 +218,7 @@ impl Issuer {
 fn a_jwt_is_checked_for_signature_expiry_audience_and_issuer() {
     let issuer = Issuer::new();
     let auth = Auth::load(&issuer.auth_path).unwrap();
-    assert_eq!(auth.issuer(), Some(ISSUER));
+    assert_eq!(auth.issuer().as_deref(), Some(ISSUER));
     let claims = |exp: u64, aud: &str, iss: &str| json!({"sub": "agent-7", "exp": exp, "aud": aud, "iss": iss});
     let bearer = |token: String| format!("Bearer {token}");
     let good = issuer.token(&claims(now() + 600, AUDIENCE, ISSUER), Some("k1"));
@@ -300,4 +300,44 @@ fn a_jwks_with_a_shared_secret_is_refused() {
             .to_string()
             .contains("shared secret")
     );
+}
+
+#[test]
+fn a_reload_admits_the_new_file_only_when_it_names_served_apps() {
+    let (dir, path, keys) = keys_file(&[("a", Limits::default()), ("b", Limits::default())]);
+    let auth = Auth::load(&path).unwrap();
+    let served = auth.apps();
+    let bearer = |key: &str| format!("Bearer {key}");
+
+    // `b` removed: refused after the reload; `a` still admitted.
+    let mut file = AuthFile::read(&path).unwrap();
+    file.keys.retain(|k| k.id != "b");
+    file.write(&path).unwrap();
+    assert_eq!(
+        auth.reload(&path, |app| served.iter().any(|s| s == app))
+            .unwrap(),
+        1
+    );
+    assert!(auth.authenticate(Some(&bearer(&keys[1]))).is_err());
+    assert_eq!(auth.authenticate(Some(&bearer(&keys[0]))).unwrap().id, "a");
+
+    // A key bound to an app the server does not serve: the whole file is refused.
+    let (key, entry) = new_key("c", &dir.path().join("c.app.json"), Limits::default()).unwrap();
+    file.keys.push(entry);
+    file.write(&path).unwrap();
+    let error = auth
+        .reload(&path, |app| served.iter().any(|s| s == app))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("which this server does not serve"),
+        "{error}"
+    );
+    assert!(auth.authenticate(Some(&bearer(&key))).is_err());
+    assert_eq!(auth.authenticate(Some(&bearer(&keys[0]))).unwrap().id, "a");
+
+    // A file that does not load leaves the keys in force too.
+    std::fs::write(&path, "{not json").unwrap();
+    assert!(auth.reload(&path, |_| true).is_err());
+    assert_eq!(auth.authenticate(Some(&bearer(&keys[0]))).unwrap().id, "a");
 }

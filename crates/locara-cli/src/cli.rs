@@ -643,7 +643,8 @@ pub(crate) enum KeysCommand {
         #[arg(long, value_name = "FILE")]
         auth: PathBuf,
     },
-    /// Remove a key: calls made with it are refused from the server's next start
+    /// Remove a key: a server using the file refuses it within seconds (it reloads the file
+    /// when it changes)
     Remove {
         /// The key's id
         id: String,

@@ -102,6 +102,6 @@ fn remove(id: &str, auth: &Path) -> anyhow::Result<ExitCode> {
         );
     }
     file.write(auth)?;
-    eprintln!("removed key `{id}`; a running server refuses it from its next start");
+    eprintln!("removed key `{id}`; a running server refuses it within seconds");
     Ok(ExitCode::SUCCESS)
 }

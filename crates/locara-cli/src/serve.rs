@@ -187,6 +187,7 @@ fn serve_authenticated(
     let addr = args
         .http
         .ok_or_else(|| format_err!("--auth needs --http: stdio has one client, its own"))?;
+    let stamp = file_stamp(auth_file);
     let auth = Arc::new(locara_auth::Auth::load(auth_file)?);
     let metrics = args.metrics.map(|_| Arc::new(Metrics::new()));
     let mut handlers = HashMap::new();
@@ -198,7 +199,7 @@ fn serve_authenticated(
     }
     let apps = handlers.len();
     let mut config = HttpConfig::new(addr)
-        .with_auth(auth)
+        .with_auth(Arc::clone(&auth))
         .with_stateless(args.stateless);
     if let Some(url) = &args.public_url {
         config = config.with_public_url(url);
@@ -214,6 +215,13 @@ fn serve_authenticated(
         if let Some(metrics) = metrics {
             spawn_metrics(args, metrics).await?;
         }
+        let served: Vec<PathBuf> = handlers.keys().cloned().collect();
+        tokio::spawn(watch_auth(
+            Arc::clone(&auth),
+            auth_file.to_owned(),
+            served,
+            stamp,
+        ));
         let server = HttpServer::bind_apps(handlers, &config).await?;
         say(&format!(
             "locara: serving {apps} apps over MCP to authenticated callers"
@@ -223,6 +231,50 @@ fn serve_authenticated(
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What tells one version of a file from the next: its size, modification time and inode.
+type FileStamp = (u64, Option<std::time::SystemTime>, u64);
+
+fn file_stamp(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| (m.len(), m.modified().ok(), m.ino()))
+}
+
+/// How often the auth file is looked at for changes.
+const AUTH_POLL: Duration = Duration::from_secs(2);
+
+/// Reloads the auth file whenever it changes (its size, modification time or inode: `locara
+/// keys add|remove` and Kubernetes' Secret updates both replace it), so a removed key is
+/// refused and a new one admitted within [`AUTH_POLL`], without a restart. A file that does
+/// not load, or that names an app this server does not serve, leaves the keys in force as they
+/// were, and says so.
+/// `seen` is the file's stamp taken before `auth` was loaded, so a change made while the
+/// server was starting is not missed.
+async fn watch_auth(
+    auth: Arc<locara_auth::Auth>,
+    path: PathBuf,
+    served: Vec<PathBuf>,
+    mut seen: Option<FileStamp>,
+) {
+    let mut tick = tokio::time::interval(AUTH_POLL);
+    loop {
+        tick.tick().await;
+        let now = file_stamp(&path);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        match auth.reload(&path, |app| served.iter().any(|s| s == app)) {
+            Ok(keys) => say(&format!(
+                "locara: reloaded {}: {keys} API keys admitted",
+                path.display()
+            )),
+            Err(error) => say(&format!("locara: kept the keys in force: {error}")),
+        }
+    }
 }
 
 /// Binds `--metrics` and serves it in the background.
