@@ -616,25 +616,7 @@ impl Registry {
                 subject: format!("manifest of {subject}"),
                 source: source_error,
             })?;
-        let expected_size = checked.manifest.artifact.size_bytes;
-        if files.wasm.len() as u64 != expected_size {
-            return Err(Error::SizeMismatch {
-                what: "artifact",
-                subject,
-                found: files.wasm.len() as u64,
-                expected: expected_size,
-            });
-        }
-        let expected = Digest::from(&checked.manifest.artifact.sha256);
-        let found = Digest::of(&files.wasm);
-        if found != expected {
-            return Err(Error::HashMismatch {
-                what: "artifact",
-                subject,
-                found,
-                expected,
-            });
-        }
+        check_artifact(&checked.manifest, subject, &files.wasm)?;
         Ok(checked)
     }
 
@@ -825,18 +807,7 @@ impl Registry {
                     }
                     e => e,
                 })?;
-                if wasm.len() as u64 != expected_size {
-                    return Err(size_mismatch(wasm.len() as u64));
-                }
-                let found = Digest::of(&wasm);
-                if found != expected {
-                    return Err(Error::HashMismatch {
-                        what: "artifact",
-                        subject,
-                        found,
-                        expected,
-                    });
-                }
+                check_artifact(&manifest, subject, &wasm)?;
                 self.cache.install(&expected, &wasm)?;
                 wasm.into()
             }
@@ -954,6 +925,31 @@ fn pin(
     *lockfile = updated;
     tracing::info!(tool = %artifact.tool_ref(), lockfile = %path.display(), "pinned");
     Ok(locked)
+}
+
+/// The module's bytes must have the size and SHA-256 `manifest` pins (`subject` names the
+/// tool in errors).
+fn check_artifact(manifest: &ToolManifest, subject: String, wasm: &[u8]) -> Result<(), Error> {
+    let expected_size = manifest.artifact.size_bytes;
+    if wasm.len() as u64 != expected_size {
+        return Err(Error::SizeMismatch {
+            what: "artifact",
+            subject,
+            found: wasm.len() as u64,
+            expected: expected_size,
+        });
+    }
+    let expected = Digest::from(&manifest.artifact.sha256);
+    let found = Digest::of(wasm);
+    if found != expected {
+        return Err(Error::HashMismatch {
+            what: "artifact",
+            subject,
+            found,
+            expected,
+        });
+    }
+    Ok(())
 }
 
 /// A manifest must sit in the directory of its own id and version.
