@@ -62,6 +62,14 @@ fn push(home: &TestHome, tool: &str, to: &str) {
     assert!(out.starts_with(&format!("pushed {tool} to ")), "{out}");
 }
 
+/// The files of `id@0.1.0` as the publisher's home verifies them.
+fn files_of(publisher: &TestHome, id: &str) -> ToolFiles {
+    publisher
+        .registry()
+        .files(&id.parse().unwrap(), &"0.1.0".parse().unwrap())
+        .unwrap()
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -190,17 +198,8 @@ fn an_artifact_whose_wasm_is_another_module_or_whose_signer_is_not_trusted_is_re
     let registry = DockerRegistry::start();
     let publisher = TestHome::new();
     let at: Location = format!("oci://{}/tools", registry.host()).parse().unwrap();
-    let files = publisher
-        .registry()
-        .files(&"text.chunk".parse().unwrap(), &"0.1.0".parse().unwrap())
-        .unwrap();
-    let other = publisher
-        .registry()
-        .files(
-            &"filesystem.list".parse().unwrap(),
-            &"0.1.0".parse().unwrap(),
-        )
-        .unwrap();
+    let files = files_of(&publisher, "text.chunk");
+    let other = files_of(&publisher, "filesystem.list");
     let id: ToolName = "text.chunk".parse().unwrap();
     let client = plain_client();
     let home = empty_home_trusting(publisher.path());
@@ -319,10 +318,7 @@ fn a_manifest_whose_artifact_url_is_https_is_installed_from_a_directory() {
     let registry = DockerRegistry::start();
     let publisher = TestHome::new();
     let at: Location = format!("oci://{}/tools", registry.host()).parse().unwrap();
-    let files = publisher
-        .registry()
-        .files(&"text.chunk".parse().unwrap(), &"0.1.0".parse().unwrap())
-        .unwrap();
+    let files = files_of(&publisher, "text.chunk");
     rt().block_on(plain_client().push(
         &at,
         &"text.chunk".parse().unwrap(),

@@ -526,14 +526,7 @@ fn sigterm_drains_the_calls_in_flight_then_exits() {
     let id = session(&addr, &key);
     let sleeper = sleep_in_background(&addr, &key, id);
     std::thread::sleep(Duration::from_millis(400));
-    let pid = server.0.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    locara_test_artifacts::sigterm(&server.0);
     std::thread::sleep(Duration::from_millis(300));
     // No new connections once stopping…
     assert!(
@@ -563,13 +556,7 @@ fn sigterm_drains_the_calls_in_flight_then_exits() {
 fn settings_come_from_flags_then_the_environment_then_the_config_file_and_the_log_is_json() {
     let site = Site::new();
     let key = site.add_key("chunker", "chunker", &[]);
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .to_string()
-    };
+    let free = || format!("127.0.0.1:{}", locara_test_artifacts::free_port());
     let (file_addr, env_addr) = (free(), free());
     std::fs::create_dir(site.path("etc")).unwrap();
     // Relative paths in the file are relative to it.
@@ -620,14 +607,7 @@ fn settings_come_from_flags_then_the_environment_then_the_config_file_and_the_lo
     assert_ne!(report["results"][0]["isError"], json!(true), "{report:#}");
     let refused = post(&env_addr, Some("lk_wrong"), None, &initialize());
     assert_eq!(refused.status, 401);
-    let pid = server.0.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    locara_test_artifacts::sigterm(&server.0);
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
     let events: Vec<Value> = rest
@@ -759,14 +739,7 @@ fn each_call_is_a_span_exported_over_otlp() {
         "params": {"name": "text.chunk", "arguments": {"max_chars": 2}}});
     assert_eq!(post(&addr, None, None, &bad).status, 200);
     // Stopping flushes the spans not exported yet.
-    let pid = server.0.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    locara_test_artifacts::sigterm(&server.0);
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
     assert!(server.0.wait().unwrap().success(), "{rest}");

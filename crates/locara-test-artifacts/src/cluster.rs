@@ -12,16 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{TestHome, oci::DockerRegistry};
-
-/// A free loopback port (bound, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::{TestHome, free_port, oci::DockerRegistry, sigterm};
 
 /// Runs `command` to success; its stdout.
 fn run_ok(command: &mut Command) -> String {
@@ -237,14 +228,7 @@ impl Cluster {
 
     /// Sends SIGTERM to replica `i` (as Kubernetes stops a pod): it drains and exits.
     pub fn stop(&self, i: usize) {
-        let pid = self.replicas[i].child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
+        sigterm(&self.replicas[i].child);
     }
 
     /// Waits (at most `timeout`) for replica `i` to exit; its status.

@@ -20,6 +20,29 @@ use locara_registry::{
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
+/// A free loopback port: bound, then released for the server a test starts on it.
+///
+/// # Panics
+/// If no loopback port can be bound.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("bind loopback")
+        .port()
+}
+
+/// Sends SIGTERM to `child` (as an orchestrator stops a server), by its process id.
+///
+/// # Panics
+/// If `kill` cannot be run or fails.
+pub fn sigterm(child: &std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -TERM {}: {status}", child.id());
+}
+
 /// The `locara` binary, built (once per process) with the profile of the running test or
 /// bench, into its target directory.
 ///

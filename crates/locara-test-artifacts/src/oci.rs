@@ -24,11 +24,7 @@ impl DockerRegistry {
     /// When `docker-registry` is not installed (`.ci/test-deps` installs it) or does not start.
     pub fn start() -> DockerRegistry {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::free_port();
         let config = dir.path().join("config.yml");
         std::fs::write(
             &config,

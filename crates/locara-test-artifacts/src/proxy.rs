@@ -22,11 +22,7 @@ impl Tinyproxy {
     /// When `tinyproxy` is not installed (`.ci/test-deps` installs it) or does not start.
     pub fn start() -> Tinyproxy {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::free_port();
         let log = dir.path().join("tinyproxy.log");
         let config = dir.path().join("tinyproxy.conf");
         std::fs::write(
