@@ -224,6 +224,82 @@ print(JSON.stringify(outcome));
     }
 }
 
+/// Files pass between tools in Lua as in Python: a call's files are saved under `calls/<n>/`
+/// and come back as `locara.file`s, which pass by value to the next call; a file that cannot
+/// be read fails the call (`failed`), as it would in the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lua_program_passes_the_files_of_one_call_to_the_next() {
+    use base64::Engine as _;
+    let home = home();
+    let pdf = std::fs::read(libtasn1_pdf()).unwrap();
+    let code = r#"
+local parts = locara.tools.pdf_split{source = locara.file("manual.pdf"), ranges = {"1-2", "3"}}
+local paths = {}
+for i, part in ipairs(parts.files) do
+  paths[#paths + 1] = part.path
+  local text = locara.call("pdf.extract-text", {source = part})
+  for _, page in ipairs(text.output.pages) do io.write(page.text, "\n<<page>>\n") end
+end
+local ok, err = pcall(locara.call, "pdf.extract-text", {source = locara.file("missing.pdf")})
+local saved = io.open(paths[2], "rb")
+local size = #saved:read("a")
+saved:close()
+return table.concat(paths, ","), err.code, err.message, size == parts.files[2].size_bytes
+"#;
+    let files = json!({"files": [{
+        "path": "manual.pdf",
+        "encoding": "base64",
+        "content": base64::engine::general_purpose::STANDARD.encode(&pdf),
+    }]});
+    for engine in BackendKind::ALL {
+        let locara = host(&home, engine, &App::default());
+        let source = json!({"base64": base64::engine::general_purpose::STANDARD.encode(&pdf)});
+        let whole = locara
+            .run(RunRequest::new(
+                "pdf.extract-text",
+                json!({"source": source, "pages": "1-3"}),
+            ))
+            .await
+            .unwrap();
+        let split = locara
+            .run(RunRequest::new(
+                "pdf.split",
+                json!({"source": source, "ranges": ["1"]}),
+            ))
+            .await
+            .unwrap();
+        assert!(split.ok, "{:?}", split.error);
+        let response = program(&locara, "code-exec.lua", code, files.clone()).await;
+        let output = response.output.as_ref().unwrap();
+        let result = output["result"].as_str().unwrap();
+        let fields: Vec<&str> = result.split('\t').collect();
+        let paths: Vec<&str> = fields[0].split(',').collect();
+        assert_eq!(paths.len(), 2, "{engine:?}: {result}");
+        assert!(paths.iter().all(|p| p.starts_with("calls/1/")), "{result}");
+        assert_eq!(fields[1], "failed", "{result}");
+        assert!(
+            fields[2].contains("cannot read the file missing.pdf"),
+            "{result}"
+        );
+        assert_eq!(fields[3], "true", "the saved part has its size: {result}");
+        let pages: Vec<&str> = whole.output.as_ref().unwrap()["pages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["text"].as_str().unwrap())
+            .collect();
+        let read: Vec<&str> = output["stdout"]
+            .as_str()
+            .unwrap()
+            .split("\n<<page>>\n")
+            .filter(|t| !t.is_empty())
+            .collect();
+        assert_eq!(read, pages, "{engine:?}");
+        // The failed call never reached the host: two calls for the parts, after the split.
+        assert_eq!(response.calls.len(), 3, "{:?}", response.calls);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lua_program_calls_text_chunk() {
     let home = TestHome::new();

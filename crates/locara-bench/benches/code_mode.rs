@@ -10,7 +10,8 @@
 //!   after another with `Locara::run`: what an agent saves or pays by writing one program
 //!   instead of 10 tool calls, before counting the model round trips code mode saves.
 //!
-//! Run with `cargo bench -p locara-bench --bench code_mode`. Under `cargo test` (no `--bench`
+//! Run with `cargo bench -p locara-bench --bench code_mode` (`CODE_MODE=lua` or `=python` keeps
+//! only that language's program rows, e.g. under `perf record`). Under `cargo test` (no `--bench`
 //! argument) it makes a few calls of each, as a smoke test.
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
@@ -126,11 +127,18 @@ fn main() -> Result<()> {
     };
     let mut rows = vec![direct.clone(), ten_direct.clone()];
     let mut ratios = Vec::new();
+    let only = std::env::var("CODE_MODE").ok();
     for (language, name) in [
         (ROUND_TRIP, "Lua"),
         ("code-exec.lua", "Lua"),
         ("code-exec.python", "Python"),
     ] {
+        if only
+            .as_deref()
+            .is_some_and(|only| !name.eq_ignore_ascii_case(only))
+        {
+            continue;
+        }
         for _ in 0..plan.warmup {
             run_program(&rt, &locara, language, 10, chunks_per_call)?;
         }

@@ -27,15 +27,28 @@ const ENOTCAPABLE: u16 = 76;
 /// A refusal ([`ErrorKind::BadArgs`]) or a failure ([`ErrorKind::Failed`]), with the host's
 /// message.
 pub fn call(service: &str, request: &Value) -> Result<Value, ToolError> {
-    let request = request.to_string();
-    let (errno, answer) = raw::call(service, request.as_bytes())?;
-    let text = String::from_utf8_lossy(&answer);
+    let answer = call_bytes(service, request.to_string().as_bytes())?;
+    serde_json::from_slice(&answer).map_err(|e| {
+        ToolError::failed(format!("the host's answer to `{service}` is not JSON: {e}"))
+    })
+}
+
+/// Asks host service `service` with the JSON text `request`; returns its answer's JSON text,
+/// for a tool that reads it into its own values without a [`Value`] in between.
+///
+/// # Errors
+/// As [`call`]'s, except that the answer is not checked to be JSON.
+pub fn call_bytes(service: &str, request: &[u8]) -> Result<Vec<u8>, ToolError> {
+    let (errno, answer) = raw::call(service, request)?;
     match errno {
-        0 => serde_json::from_slice(&answer).map_err(|e| {
-            ToolError::failed(format!("the host's answer to `{service}` is not JSON: {e}"))
-        }),
-        ENOTCAPABLE => Err(ToolError::new(ErrorKind::BadArgs, text.into_owned())),
-        _ => Err(ToolError::failed(text.into_owned())),
+        0 => Ok(answer),
+        ENOTCAPABLE => Err(ToolError::new(
+            ErrorKind::BadArgs,
+            String::from_utf8_lossy(&answer).into_owned(),
+        )),
+        _ => Err(ToolError::failed(
+            String::from_utf8_lossy(&answer).into_owned(),
+        )),
     }
 }
 

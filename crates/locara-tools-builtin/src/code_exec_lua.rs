@@ -694,27 +694,36 @@ fn progress_call(
 /// `__code_exec_tools(request, file_mt)`, behind the driver's `locara.call`, `locara.search`
 /// and `locara.describe`: sends the Lua table `request` as JSON to the host's `tools` gateway
 /// and returns its answer as Lua tables, or `nil, code, message` when the gateway refused
-/// (`capability_denied`) or failed (`failed`). Both conversions are done here, in Rust: no
-/// JSON text is built or parsed in Lua, and no answer is compiled as a chunk. Files go by
-/// value: a table whose metatable is `file_mt` (`locara.file`) becomes `{"base64": …}` of that
-/// file, and the files of a call's answer are saved under `calls/<n>/` and returned with their
-/// `path` instead.
+/// (`capability_denied`) or failed (`failed`). Both conversions are streamed here, in Rust:
+/// the request is written as JSON text straight from the Lua values ([`LuaJson`]) and the
+/// answer read straight into Lua values ([`ToLua`]), with no `serde_json::Value` between, no
+/// JSON handled in Lua, and no answer compiled as a chunk. Files go by value: a table whose
+/// metatable is `file_mt` (`locara.file`) is written as `{"base64": …}` of that file, and the
+/// files of a call's answer are saved under `calls/<n>/` and returned with their `path`
+/// instead.
 fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> {
     let request = l.get_arg(1).unwrap_or_else(LuaValue::nil);
     let file_mt = l.get_arg(2).unwrap_or_else(LuaValue::nil);
-    let mut request = match lua_to_json(&request, &file_mt, 0) {
-        Ok(request) => request,
-        Err(message) => return Err(l.error(message)),
-    };
-    let answer = inline_files(&mut request).and_then(|()| {
-        let answer = locara_pdk::host::call("tools", &request)?;
-        save_files(answer, calls_made)
+    let failure = RefCell::new(None);
+    let request = serde_json::to_vec(&LuaJson {
+        value: &request,
+        file_mt: &file_mt,
+        depth: 0,
+        failure: &failure,
     });
+    let request = match (request, failure.into_inner()) {
+        (Ok(request), None) => Ok(request),
+        // A file that cannot be read fails the call, as a failed call would.
+        (_, Some(error)) => Err(error),
+        (Err(message), None) => return Err(l.error(message.to_string())),
+    };
+    let answer = request
+        .and_then(|request| locara_pdk::host::call_bytes("tools", &request))
+        .and_then(|answer| answer_to_lua(l, &answer, calls_made));
     match answer {
         Ok(answer) => {
-            // No collection runs between these allocations (luars collects only at the VM's
+            // No collection runs while the answer is built (luars collects only at the VM's
             // safe points), and the finished table is rooted on the stack at once.
-            let answer = json_to_lua(l, &answer)?;
             l.push_value(answer)?;
             Ok(1)
         }
@@ -736,80 +745,294 @@ fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize>
 /// How deep tables passed to a tool may nest: deeper is taken for a table that holds itself.
 const MAX_ARGUMENT_DEPTH: usize = 64;
 
-/// A Lua value passed to a tool, as JSON: a table is an array when its keys are exactly
-/// `1..n` (n > 0), an object when they are all strings (an empty table is `{}`), and a file
-/// when its metatable is `file_mt` (`{"__locara_file": path}`, inlined by [`inline_files`]).
-fn lua_to_json(value: &LuaValue, file_mt: &LuaValue, depth: usize) -> Result<Value, String> {
-    if value.is_nil() {
-        return Ok(Value::Null);
-    }
-    if let Some(b) = value.as_boolean() {
-        return Ok(Value::Bool(b));
-    }
-    if let Some(i) = value.as_integer_strict() {
-        return Ok(Value::from(i));
-    }
-    if value.is_float() {
-        let f = value.as_float().unwrap_or(f64::NAN);
-        return serde_json::Number::from_f64(f)
-            .map(Value::Number)
-            .ok_or_else(|| "a tool argument cannot be NaN or infinite".to_owned());
-    }
-    if let Some(bytes) = value.as_bytes().or_else(|| value.as_binary()) {
-        return String::from_utf8(bytes.to_vec())
-            .map(Value::String)
-            .map_err(|_| "a string passed to a tool is not UTF-8 text".to_owned());
-    }
-    let Some(table) = value.as_table() else {
-        return Err("a tool argument cannot be a function, a thread or userdata".to_owned());
-    };
-    if depth == MAX_ARGUMENT_DEPTH {
-        return Err(format!(
-            "the tables passed to a tool nest deeper than {MAX_ARGUMENT_DEPTH} (does one hold itself?)"
-        ));
-    }
-    if !file_mt.is_nil() && table.get_metatable().as_ref() == Some(file_mt) {
-        let path = table
-            .iter_all()
-            .into_iter()
-            .find(|(k, _)| k.as_bytes() == Some(b"path"))
-            .and_then(|(_, v)| {
-                v.as_bytes()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-            })
-            .ok_or_else(|| "a locara.file has no path".to_owned())?;
-        return Ok(serde_json::json!({ "__locara_file": path }));
-    }
-    let entries = table.iter_all();
-    let n = table.len();
-    let is_array = n > 0
-        && entries.len() == n
-        && entries.iter().all(|(k, _)| {
-            k.as_integer_strict()
-                .is_some_and(|i| i >= 1 && i as usize <= n)
-        });
-    if is_array {
-        let mut items = vec![Value::Null; n];
-        for (k, v) in &entries {
-            let i = k.as_integer_strict().unwrap_or(1) as usize - 1;
-            items[i] = lua_to_json(v, file_mt, depth + 1)?;
-        }
-        return Ok(Value::Array(items));
-    }
-    let mut map = serde_json::Map::with_capacity(entries.len());
-    for (k, v) in &entries {
-        let key = k.as_bytes().or_else(|| k.as_binary()).ok_or_else(|| {
-            "a table passed to a tool has keys that are neither all strings (an object) nor 1..n (an array)"
-                .to_owned()
-        })?;
-        let key = String::from_utf8(key.to_vec())
-            .map_err(|_| "a key of a table passed to a tool is not UTF-8 text".to_owned())?;
-        map.insert(key, lua_to_json(v, file_mt, depth + 1)?);
-    }
-    Ok(Value::Object(map))
+/// A Lua value passed to a tool, written as JSON: a table is an array when its keys are
+/// exactly `1..n` (n > 0), an object when they are all strings (an empty table is `{}`), and a
+/// file when its metatable is `file_mt` (`{"base64": …}` of the file at its `path`). A value
+/// JSON cannot hold is an error the program gets as a Lua error; a file that cannot be read is
+/// put in `failure` instead, for the call to fail as a failed call does.
+struct LuaJson<'a> {
+    value: &'a LuaValue,
+    file_mt: &'a LuaValue,
+    depth: usize,
+    failure: &'a RefCell<Option<ToolError>>,
 }
 
-/// `value` as a Lua value: `null` is `nil` (in a table, no entry), an array a table `1..n`.
+impl LuaJson<'_> {
+    fn child<'b>(&'b self, value: &'b LuaValue) -> LuaJson<'b> {
+        LuaJson {
+            value,
+            file_mt: self.file_mt,
+            depth: self.depth + 1,
+            failure: self.failure,
+        }
+    }
+}
+
+impl serde::Serialize for LuaJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeMap as _, SerializeSeq as _};
+        let value = self.value;
+        if value.is_nil() {
+            return s.serialize_unit();
+        }
+        if let Some(b) = value.as_boolean() {
+            return s.serialize_bool(b);
+        }
+        if let Some(i) = value.as_integer_strict() {
+            return s.serialize_i64(i);
+        }
+        if value.is_float() {
+            let f = value.as_float().unwrap_or(f64::NAN);
+            if !f.is_finite() {
+                return Err(S::Error::custom(
+                    "a tool argument cannot be NaN or infinite",
+                ));
+            }
+            return s.serialize_f64(f);
+        }
+        if let Some(bytes) = value.as_bytes().or_else(|| value.as_binary()) {
+            return match std::str::from_utf8(bytes) {
+                Ok(text) => s.serialize_str(text),
+                Err(_) => Err(S::Error::custom(
+                    "a string passed to a tool is not UTF-8 text",
+                )),
+            };
+        }
+        let Some(table) = value.as_table() else {
+            return Err(S::Error::custom(
+                "a tool argument cannot be a function, a thread or userdata",
+            ));
+        };
+        if self.depth == MAX_ARGUMENT_DEPTH {
+            return Err(S::Error::custom(format!(
+                "the tables passed to a tool nest deeper than {MAX_ARGUMENT_DEPTH} (does one hold itself?)"
+            )));
+        }
+        let entries = table.iter_all();
+        if is_file(table, self.file_mt) {
+            use base64::Engine as _;
+            let path = entries
+                .iter()
+                .find(|(k, _)| k.as_bytes() == Some(b"path"))
+                .and_then(|(_, v)| v.as_bytes())
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .ok_or_else(|| S::Error::custom("a locara.file has no path"))?;
+            let bytes = std::fs::read(&path).map_err(|e| {
+                let message = format!("cannot read the file {path}: {e}");
+                *self.failure.borrow_mut() = Some(ToolError::failed(message.clone()));
+                S::Error::custom(message)
+            })?;
+            let mut map = s.serialize_map(Some(1))?;
+            map.serialize_entry(
+                "base64",
+                &base64::engine::general_purpose::STANDARD.encode(bytes),
+            )?;
+            return map.end();
+        }
+        // An array when its keys are exactly 1..n: n of them, each in range (so each once).
+        let n = table.len();
+        let mut items: Vec<Option<&LuaValue>> = Vec::new();
+        if n > 0 && entries.len() == n {
+            items.resize(n, None);
+            for (k, v) in &entries {
+                match k.as_integer_strict().and_then(|i| usize::try_from(i).ok()) {
+                    Some(i) if (1..=n).contains(&i) => items[i - 1] = Some(v),
+                    _ => break,
+                }
+            }
+        }
+        if n > 0 && items.len() == n && items.iter().all(Option::is_some) {
+            let mut seq = s.serialize_seq(Some(n))?;
+            for item in items.into_iter().flatten() {
+                seq.serialize_element(&self.child(item))?;
+            }
+            return seq.end();
+        }
+        let mut map = s.serialize_map(Some(entries.len()))?;
+        for (k, v) in &entries {
+            let key = k.as_bytes().or_else(|| k.as_binary()).ok_or_else(|| {
+                S::Error::custom(
+                    "a table passed to a tool has keys that are neither all strings (an object) nor 1..n (an array)",
+                )
+            })?;
+            let key = std::str::from_utf8(key).map_err(|_| {
+                S::Error::custom("a key of a table passed to a tool is not UTF-8 text")
+            })?;
+            map.serialize_entry(key, &self.child(v))?;
+        }
+        map.end()
+    }
+}
+
+/// Whether `table`'s metatable is `file_mt`, the one `locara.file` sets. Compared as table
+/// pointers: a metatable read back from a table is not tagged as the same value the program
+/// passed (`==` on the two `LuaValue`s is false), so the values themselves cannot be compared.
+fn is_file(table: &luars::LuaRawTable, file_mt: &LuaValue) -> bool {
+    let pointer = |value: &LuaValue| value.as_table_ptr().map(|p| p.as_ptr() as usize);
+    match (table.get_metatable(), pointer(file_mt)) {
+        (Some(meta), Some(file_mt)) => pointer(&meta) == Some(file_mt),
+        _ => false,
+    }
+}
+
+/// A gateway answer's JSON text as Lua values ([`ToLua`]), the `files` of a call's answer
+/// saved under `calls/<n>/` first ([`save_files`]).
+fn answer_to_lua(
+    l: &mut LuaState,
+    answer: &[u8],
+    calls_made: &mut u32,
+) -> Result<LuaValue, ToolError> {
+    let mut failure = None;
+    let mut reader = serde_json::Deserializer::from_slice(answer);
+    let read = serde::de::DeserializeSeed::deserialize(
+        Answer {
+            l,
+            calls_made,
+            failure: &mut failure,
+        },
+        &mut reader,
+    )
+    .and_then(|value| reader.end().map(|()| value));
+    match (read, failure) {
+        (Ok(value), None) => Ok(value),
+        (_, Some(error)) => Err(error),
+        (Err(e), None) => Err(ToolError::failed(format!(
+            "the host's answer to `tools` is not JSON: {e}"
+        ))),
+    }
+}
+
+/// A gateway answer: an object, whose `files` (a call's) are saved as [`save_files`] does
+/// and whose other members are read by [`ToLua`].
+struct Answer<'a> {
+    l: &'a mut LuaState,
+    calls_made: &'a mut u32,
+    failure: &'a mut Option<ToolError>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Answer<'_> {
+    type Value = LuaValue;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<LuaValue, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Answer<'_> {
+    type Value = LuaValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<LuaValue, A::Error> {
+        use serde::de::Error as _;
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let value = if key == "files" {
+                let mut files: Vec<Value> = map.next_value()?;
+                if let Err(error) = save_files(&mut files, self.calls_made) {
+                    let message = error.message().to_owned();
+                    *self.failure = Some(error);
+                    return Err(A::Error::custom(message));
+                }
+                json_to_lua(self.l, &Value::Array(files)).map_err(A::Error::custom)?
+            } else {
+                map.next_value_seed(ToLua(&mut *self.l))?
+            };
+            if !value.is_nil() {
+                let key = self.l.create_string(&key).map_err(A::Error::custom)?;
+                entries.push((key, value));
+            }
+        }
+        table_of(self.l, entries).map_err(A::Error::custom)
+    }
+}
+
+/// A table of `entries`, sized for them at once.
+fn table_of(l: &mut LuaState, entries: Vec<(LuaValue, LuaValue)>) -> luars::LuaResult<LuaValue> {
+    let table = l.create_table(0, entries.len())?;
+    for (key, value) in entries {
+        l.raw_set(&table, key, value);
+    }
+    Ok(table)
+}
+
+/// JSON read straight into a Lua value: `null` is `nil` (in a table, no entry), an array a
+/// table `1..n`, an integer that fits in 64 bits an integer, any other number a float.
+struct ToLua<'a>(&'a mut LuaState);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ToLua<'_> {
+    type Value = LuaValue;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<LuaValue, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ToLua<'_> {
+    type Value = LuaValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<LuaValue, E> {
+        Ok(LuaValue::nil())
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<LuaValue, E> {
+        Ok(LuaValue::boolean(b))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, i: i64) -> Result<LuaValue, E> {
+        Ok(LuaValue::integer(i))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, u: u64) -> Result<LuaValue, E> {
+        Ok(i64::try_from(u).map_or_else(|_| LuaValue::float(u as f64), LuaValue::integer))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<LuaValue, E> {
+        Ok(LuaValue::float(f))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<LuaValue, E> {
+        self.0.create_string(s).map_err(E::custom)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<LuaValue, A::Error> {
+        use serde::de::Error as _;
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(ToLua(&mut *self.0))? {
+            items.push(item);
+        }
+        let table = self
+            .0
+            .create_table(items.len(), 0)
+            .map_err(A::Error::custom)?;
+        for (i, item) in (1..).zip(items) {
+            if !item.is_nil() {
+                self.0.raw_seti(&table, i, item);
+            }
+        }
+        Ok(table)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<LuaValue, A::Error> {
+        use serde::de::Error as _;
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key_seed(ToLua(&mut *self.0))? {
+            let value = map.next_value_seed(ToLua(&mut *self.0))?;
+            if !value.is_nil() {
+                entries.push((key, value));
+            }
+        }
+        table_of(self.0, entries).map_err(A::Error::custom)
+    }
+}
+
+/// `value` as a Lua value, as [`ToLua`] reads it from JSON text.
 fn json_to_lua(l: &mut LuaState, value: &Value) -> luars::LuaResult<LuaValue> {
     Ok(match value {
         Value::Null => LuaValue::nil(),
@@ -844,33 +1067,10 @@ fn json_to_lua(l: &mut LuaState, value: &Value) -> luars::LuaResult<LuaValue> {
     })
 }
 
-/// Replaces every `{"__locara_file": path}` in `value` with `{"base64": …}` of the file.
-fn inline_files(value: &mut Value) -> Result<(), ToolError> {
-    use base64::Engine as _;
-    match value {
-        Value::Object(map) => {
-            if let (1, Some(Value::String(path))) = (map.len(), map.get("__locara_file")) {
-                let bytes = std::fs::read(path)
-                    .map_err(|e| ToolError::failed(format!("cannot read the file {path}: {e}")))?;
-                *value = serde_json::json!({
-                    "base64": base64::engine::general_purpose::STANDARD.encode(bytes)
-                });
-                return Ok(());
-            }
-            map.values_mut().try_for_each(inline_files)
-        }
-        Value::Array(items) => items.iter_mut().try_for_each(inline_files),
-        _ => Ok(()),
-    }
-}
-
 /// Saves the files of a call's answer under `calls/<n>/` of the working directory, each
 /// entry's `base64` replaced with the `path` it was saved at.
-fn save_files(mut answer: Value, calls_made: &mut u32) -> Result<Value, ToolError> {
+fn save_files(files: &mut [Value], calls_made: &mut u32) -> Result<(), ToolError> {
     use base64::Engine as _;
-    let Some(files) = answer.get_mut("files").and_then(Value::as_array_mut) else {
-        return Ok(answer);
-    };
     *calls_made += 1;
     let folder = PathBuf::from(format!("calls/{calls_made}"));
     for file in files {
@@ -892,7 +1092,7 @@ fn save_files(mut answer: Value, calls_made: &mut u32) -> Result<Value, ToolErro
             entry.insert("path".to_owned(), Value::String(path.display().to_string()));
         }
     }
-    Ok(answer)
+    Ok(())
 }
 
 /// Calls `write` with the bytes of every argument, which must all be strings.
