@@ -430,6 +430,15 @@ print(ask(b'not json\n'), end='')
 print(ask(b'{"service": "web.fetch", "request": {"url": "http://127.0.0.1:9/"}}\n'), end='')
 print(ask(b'{"service": "kv", "request": {"op": "get", "key": "k"}}\n'), end='')
 print(ask(b'{"service": "progress", "request": {"op": "start", "title": "t"}}\n'), end='')
+import json, marshal
+channel.write(b'{"service": "progress", "request": {"op": "start", "title": "m"}, "answer": "marshal"}\n')
+head, _, body = channel.read(65536).partition(b"\n")
+answer = json.loads(head)
+if "marshal" in answer and len(body) == answer["marshal"]:
+    print(json.dumps({"marshal": marshal.loads(body)}))
+else:
+    print(head.decode())
+print(ask(b'{"service": "progress", "request": {"op": "start", "title": "t"}, "answer": "xml"}\n'), end='')
 "#;
     let granted = code_app(&home, tool, &["progress", "kv"], BackendKind::Wasmtime);
     let (response, seen) = watched(&granted, RunRequest::new(tool, json!({"code": code}))).await;
@@ -446,9 +455,26 @@ print(ask(b'{"service": "progress", "request": {"op": "start", "title": "t"}}\n'
         .iter()
         .map(|a| a.as_object().unwrap().keys().next().unwrap().as_str())
         .collect();
-    assert_eq!(kinds, ["invalid", "denied", "denied", "ok"], "{stdout}");
+    assert_eq!(
+        kinds,
+        ["invalid", "denied", "denied", "ok", "marshal", "invalid"],
+        "{stdout}"
+    );
     assert!(answers[3]["ok"]["task"].is_u64(), "{stdout}");
-    assert_eq!(seen.len(), 1, "{seen:?}");
+    // The same answer in CPython's `marshal` format, as the Python driver asks for it.
+    assert_eq!(
+        answers[4]["marshal"]["task"],
+        answers[3]["ok"]["task"].as_u64().unwrap() + 1,
+        "{stdout}"
+    );
+    assert!(
+        answers[5]["invalid"]
+            .as_str()
+            .unwrap()
+            .contains("\"marshal\""),
+        "{stdout}"
+    );
+    assert_eq!(seen.len(), 2, "{seen:?}");
 
     // code-exec.python declares `tools`, so a program always finds the channel; granted
     // nothing, it is denied everything.
@@ -466,7 +492,11 @@ print(ask(b'{"service": "progress", "request": {"op": "start", "title": "t"}}\n'
             answer.as_object().unwrap().keys().next().unwrap().clone()
         })
         .collect();
-    assert_eq!(kinds, ["invalid", "denied", "denied", "denied"], "{stdout}");
+    assert_eq!(
+        kinds,
+        ["invalid", "denied", "denied", "denied", "denied", "invalid"],
+        "{stdout}"
+    );
     assert!(seen.is_empty(), "{seen:?}");
 
     // A tool that declares no host service finds no channel at all.

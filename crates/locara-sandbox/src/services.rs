@@ -29,7 +29,9 @@ pub const HOST_SERVICES_MODULE: &str = "locara_host";
 /// a guest that cannot import [`HOST_SERVICES_MODULE`] (a prebuilt interpreter): open it for
 /// reading and writing, write `{"service": NAME, "request": JSON}` and a newline, read one line
 /// back, `{"ok": ANSWER}`, `{"denied": MESSAGE}`, `{"failed": MESSAGE}` or
-/// `{"invalid": MESSAGE}`. It is not a file: the name is intercepted when opened in the temp
+/// `{"invalid": MESSAGE}`; a request with `"answer": "marshal"` has a service's answer as
+/// `{"marshal": N}` and N bytes of CPython's `marshal` format (docs/tool-abi.md § The host
+/// channel). It is not a file: the name is intercepted when opened in the temp
 /// dir (it is not listed, and a file of that name cannot be made); each open is a channel of
 /// its own. Without services the name is looked up as any other (and is not there).
 pub const HOST_CHANNEL_PATH: &str = "/tmp/.locara-host";

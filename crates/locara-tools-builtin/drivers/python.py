@@ -38,6 +38,7 @@ import codecs
 import gc
 import io
 import json
+import marshal
 import os
 import sys
 import types
@@ -224,27 +225,38 @@ def _capture_descriptors(stdout, stderr):
 
 
 def _ask(service, request):
-    """Asks host service `service`: the host's answer line as a dict (`ok`, `denied`, `failed`
-    or `invalid`), or None when the call may use no host service."""
+    """Asks host service `service`: the host's answer as a dict (`ok`, `denied`, `failed` or
+    `invalid`), or None when the call may use no host service. The answer comes in `marshal`
+    format (`{"marshal": N}` and N bytes), which CPython reads in C several times faster than
+    JSON."""
     global _host_channel
     try:
         if _host_channel is None:
             _host_channel = _open(_HOST_PATH, "r+b", buffering=0)
-        text = json.dumps({"service": service, "request": request}, default=_json_default)
+        text = json.dumps(
+            {"service": service, "request": request, "answer": "marshal"}, default=_json_default
+        )
         view = memoryview((text + "\n").encode())
         while view:
             view = view[_host_channel.write(view):]
-        chunks = []
-        while True:
+        data = b""
+        while b"\n" not in data:
             chunk = _host_channel.read(1 << 20)
             if not chunk:
                 return None
-            chunks.append(chunk)
-            if chunk.endswith(b"\n"):
-                break
+            data += chunk
+        head, _, body = data.partition(b"\n")
+        if not head.startswith(b'{"marshal":'):
+            return json.loads(head)
+        size = int(head[11:-1])
+        while len(body) < size:
+            chunk = _host_channel.read(1 << 20)
+            if not chunk:
+                return None
+            body += chunk
     except OSError:
         return None
-    return json.loads(b"".join(chunks))
+    return {"ok": marshal.loads(body)}
 
 
 def _host(service, request):

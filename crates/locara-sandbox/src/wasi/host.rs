@@ -98,7 +98,9 @@ const MAX_CHANNEL_REQUEST: usize = 8 << 20;
 ///
 /// The guest writes one request per line, `{"service": NAME, "request": JSON}`, and reads one
 /// answer line per request, in order: `{"ok": ANSWER}`, `{"denied": MESSAGE}`,
-/// `{"failed": MESSAGE}`, or `{"invalid": MESSAGE}` for a line that is not such a request.
+/// `{"failed": MESSAGE}`, or `{"invalid": MESSAGE}` for a line that is not such a request. A
+/// request may add `"answer": "marshal"`: an answer is then `{"marshal": N}` and N bytes of
+/// the answer in CPython's `marshal` format ([`super::marshal`]).
 /// A request is answered when its line ends, before the write returns, so the answer is there
 /// to read; a read with nothing to read returns 0 bytes. Deadlines and cancellation stop the
 /// guest as [`call`] does.
@@ -147,7 +149,8 @@ pub(crate) fn channel_write(ctx: &mut WasiCtx, fd: i32, data: &[u8]) -> Res<()> 
     Ok(())
 }
 
-/// The answer line (with its newline) to one request line.
+/// The answer (a line, with its newline, and for `marshal` the bytes after it) to one request
+/// line.
 fn answer_line(ctx: &mut WasiCtx, line: &[u8]) -> Res<Vec<u8>> {
     let one = |kind: &str, value: serde_json::Value| {
         let mut line = serde_json::json!({ kind: value }).to_string().into_bytes();
@@ -156,19 +159,33 @@ fn answer_line(ctx: &mut WasiCtx, line: &[u8]) -> Res<Vec<u8>> {
     };
     let parsed = serde_json::from_slice::<serde_json::Value>(line).map_err(|e| e.to_string());
     let request = parsed.and_then(|value| match value {
-        serde_json::Value::Object(mut fields) if fields.len() == 2 => {
-            match (fields.remove("service"), fields.remove("request")) {
-                (Some(serde_json::Value::String(service)), Some(request)) => Ok((service, request)),
-                _ => Err("it needs a string `service` and a `request`".to_owned()),
+        serde_json::Value::Object(mut fields) if (2..=3).contains(&fields.len()) => {
+            let form = match fields.remove("answer") {
+                None => Ok(Form::Json),
+                Some(serde_json::Value::String(form)) if form == "json" => Ok(Form::Json),
+                Some(serde_json::Value::String(form)) if form == "marshal" => Ok(Form::Marshal),
+                Some(_) => Err("its `answer` is \"json\" or \"marshal\"".to_owned()),
+            };
+            match (fields.remove("service"), fields.remove("request"), form) {
+                (_, _, Err(why)) => Err(why),
+                (Some(serde_json::Value::String(service)), Some(request), Ok(form))
+                    if fields.is_empty() =>
+                {
+                    Ok((service, request, form))
+                }
+                _ => Err(
+                    "it needs a string `service` and a `request`, and may have an `answer`"
+                        .to_owned(),
+                ),
             }
         }
-        _ => Err("it is not an object of two fields".to_owned()),
+        _ => Err("it is not an object of two or three fields".to_owned()),
     });
-    let (service, request) = match request {
+    let (service, request, form) = match request {
         Ok(request) => request,
         Err(why) => {
             let message = format!(
-                "a request is one line of JSON, {{\"service\": NAME, \"request\": JSON}}: {why}"
+                "a request is one line of JSON, {{\"service\": NAME, \"request\": JSON, \"answer\"?: \"json\" | \"marshal\"}}: {why}"
             );
             return Ok(one("invalid", message.into()));
         }
@@ -177,13 +194,31 @@ fn answer_line(ctx: &mut WasiCtx, line: &[u8]) -> Res<Vec<u8>> {
     let (answer, errno) = ask(ctx, &service, body)?;
     let message = || serde_json::Value::String(String::from_utf8_lossy(&answer).into_owned());
     Ok(match errno {
-        Errno(0) => one(
-            "ok",
-            serde_json::from_slice(&answer).unwrap_or_else(|_| message()),
-        ),
+        Errno(0) => {
+            let value = serde_json::from_slice(&answer).unwrap_or_else(|_| message());
+            match form {
+                Form::Json => one("ok", value),
+                Form::Marshal => {
+                    let bytes = super::marshal::to_marshal(&value);
+                    let mut answer = one("marshal", bytes.len().into());
+                    answer.extend_from_slice(&bytes);
+                    answer
+                }
+            }
+        }
         Errno::NOTCAPABLE => one("denied", message()),
         _ => one("failed", message()),
     })
+}
+
+/// How a channel request wants a service's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `{"ok": ANSWER}` on one line.
+    Json,
+    /// `{"marshal": N}` on one line, then the answer in N bytes of CPython's `marshal` format,
+    /// which CPython reads in C, without its JSON scanner.
+    Marshal,
 }
 
 /// `response(buf, buf_len)`: copies the ready answer into the guest's buffer.

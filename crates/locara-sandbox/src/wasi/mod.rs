@@ -12,6 +12,7 @@
 
 mod errno;
 pub(crate) mod host;
+mod marshal;
 
 use std::{
     fs::File,
