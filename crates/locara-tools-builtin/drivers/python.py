@@ -233,9 +233,7 @@ def _ask(service, request):
     try:
         if _host_channel is None:
             _host_channel = _open(_HOST_PATH, "r+b", buffering=0)
-        text = json.dumps(
-            {"service": service, "request": request, "answer": "marshal"}, default=_json_default
-        )
+        text = _encode_request({"service": service, "request": request, "answer": "marshal"})
         view = memoryview((text + "\n").encode())
         while view:
             view = view[_host_channel.write(view):]
@@ -257,6 +255,37 @@ def _ask(service, request):
     except OSError:
         return None
     return {"ok": marshal.loads(body)}
+
+
+def _new_request_encoder():
+    """CPython's C JSON encoder, compact, with file arguments by value (`_json_default`); None
+    where there is none."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    return make(
+        {}, _json_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+
+
+_request_encoder = None
+
+
+def _encode_request(value):
+    """`value` as JSON text for the host. One C encoder serves every request: `json.dumps`
+    with `default` builds a `JSONEncoder` per call, two thirds of a short request's encoding
+    in the sandbox (15 µs against 5)."""
+    global _request_encoder
+    if _request_encoder is None:
+        _request_encoder = _new_request_encoder()
+        if _request_encoder is None:
+            return json.dumps(value, default=_json_default)
+    try:
+        return "".join(_request_encoder(value, 0))
+    except BaseException:
+        # Its circular-reference markers may still hold this value's containers.
+        _request_encoder = None
+        raise
 
 
 def _host(service, request):
