@@ -6,12 +6,12 @@
 //!   10, so the program's own start-up is not counted. Target ≤ 1.5×.
 //! - the gateway's round trip alone: a Lua program asking it to describe a tool that does not
 //!   exist, 10 times, against none (no inner call runs; the answer is a short error report).
-//! - a program making 10 calls (Lua and Python) against the host making the same 10 calls one
+//! - a program making 10 calls (Lua, Python and JavaScript) against the host making the same 10 calls one
 //!   after another with `Locara::run`: what an agent saves or pays by writing one program
 //!   instead of 10 tool calls, before counting the model round trips code mode saves.
 //!
-//! Run with `cargo bench -p locara-bench --bench code_mode` (`CODE_MODE=lua` or `=python` keeps
-//! only that language's program rows, e.g. under `perf record`). Under `cargo test` (no `--bench`
+//! Run with `cargo bench -p locara-bench --bench code_mode` (`CODE_MODE=lua`, `=python` or
+//! `=javascript` keeps only that language's program rows, e.g. under `perf record`). Under `cargo test` (no `--bench`
 //! argument) it makes a few calls of each, as a smoke test.
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
@@ -57,6 +57,9 @@ fn program(language: &str, calls: usize) -> String {
         ROUND_TRIP => format!(
             "for i = 1, {calls} do\n  assert(not pcall(locara.describe, \"no.such-tool\"))\nend\nprint(0)"
         ),
+        "code-exec.js" => format!(
+            "let n = 0;\nfor (let i = 0; i < {calls}; i++) {{\n  n += (await locara.call(\"text.chunk\", {{ text: {TEXT:?}, max_chars: {MAX_CHARS} }})).output.chunks.length;\n}}\nprint(n);"
+        ),
         "code-exec.lua" => format!(
             "local n = 0\nfor i = 1, {calls} do\n  n = n + #locara.call(\"text.chunk\", {{text = {TEXT:?}, max_chars = {MAX_CHARS}}}).output.chunks\nend\nprint(n)"
         ),
@@ -71,6 +74,7 @@ fn main() -> Result<()> {
     let plan = if bench { BENCH } else { SMOKE };
     let home = TestHome::new();
     home.publish_upstream_tool("code-exec.python");
+    home.publish_upstream_tool("code-exec.js");
     let everything = Locara::new(&LocaraConfig::new(home.path()))?;
     let tools: Vec<String> = everything.list().into_iter().map(|t| t.tool).collect();
     let app = AppManifest::from_json(
@@ -92,7 +96,12 @@ fn main() -> Result<()> {
         .build()?;
 
     let chunks_per_call = chunk(&rt, &locara)?;
-    for language in [ROUND_TRIP, "code-exec.lua", "code-exec.python"] {
+    for language in [
+        ROUND_TRIP,
+        "code-exec.lua",
+        "code-exec.python",
+        "code-exec.js",
+    ] {
         for calls in [0, 10] {
             run_program(&rt, &locara, language, calls, chunks_per_call)?;
         }
@@ -132,6 +141,7 @@ fn main() -> Result<()> {
         (ROUND_TRIP, "Lua"),
         ("code-exec.lua", "Lua"),
         ("code-exec.python", "Python"),
+        ("code-exec.js", "JavaScript"),
     ] {
         if only
             .as_deref()
