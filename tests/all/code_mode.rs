@@ -115,6 +115,35 @@ fn printed(response: &RunResponse) -> Value {
     serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
+/// The text of each of the first three pages of `pdf` as pdf.extract-text reads the whole PDF,
+/// which a program's parts must match. Calling pdf.extract-text and pdf.split here also
+/// compiles them, which would otherwise happen within the program's own wall time.
+async fn whole_pdf_pages(locara: &Locara, pdf: &[u8]) -> Vec<String> {
+    use base64::Engine as _;
+    let source = json!({"base64": base64::engine::general_purpose::STANDARD.encode(pdf)});
+    let whole = locara
+        .run(RunRequest::new(
+            "pdf.extract-text",
+            json!({"source": source, "pages": "1-3"}),
+        ))
+        .await
+        .unwrap();
+    let split = locara
+        .run(RunRequest::new(
+            "pdf.split",
+            json!({"source": source, "ranges": ["1"]}),
+        ))
+        .await
+        .unwrap();
+    assert!(split.ok, "{:?}", split.error);
+    whole.output.as_ref().unwrap()["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_program_splits_a_pdf_and_extracts_each_part() {
     let home = home();
@@ -136,35 +165,11 @@ print(json.dumps({"names": [f.name for f in parts.files], "sizes": [f.size for f
     }]});
     for engine in BackendKind::ALL {
         let locara = host(&home, engine, &App::default());
-        // Each part's text must be what pdf.extract-text reads from the same pages of the whole
-        // PDF. Calling both tools first also compiles them, which would otherwise happen within
-        // the program's own wall time.
-        let source = json!({"base64": base64::engine::general_purpose::STANDARD.encode(&pdf)});
-        let whole = locara
-            .run(RunRequest::new(
-                "pdf.extract-text",
-                json!({"source": source, "pages": "1-3"}),
-            ))
-            .await
-            .unwrap();
-        let split = locara
-            .run(RunRequest::new(
-                "pdf.split",
-                json!({"source": source, "ranges": ["1"]}),
-            ))
-            .await
-            .unwrap();
-        assert!(split.ok, "{:?}", split.error);
+        let pages = whole_pdf_pages(&locara, &pdf).await;
         let response = program(&locara, "code-exec.python", code, files.clone()).await;
         let seen = printed(&response);
         assert_eq!(seen["names"].as_array().unwrap().len(), 2, "{seen}");
-        let pages: Vec<&Value> = whole.output.as_ref().unwrap()["pages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| &p["text"])
-            .collect();
-        assert!(!pages[0].as_str().unwrap().trim().is_empty());
+        assert!(!pages[0].trim().is_empty());
         assert_eq!(seen["texts"][0], json!([pages[0], pages[1]]), "{engine:?}");
         assert_eq!(seen["texts"][1], json!([pages[2]]), "{engine:?}");
         // The host sees every inner call, each one ran.
@@ -253,22 +258,7 @@ return table.concat(paths, ","), err.code, err.message, size == parts.files[2].s
     }]});
     for engine in BackendKind::ALL {
         let locara = host(&home, engine, &App::default());
-        let source = json!({"base64": base64::engine::general_purpose::STANDARD.encode(&pdf)});
-        let whole = locara
-            .run(RunRequest::new(
-                "pdf.extract-text",
-                json!({"source": source, "pages": "1-3"}),
-            ))
-            .await
-            .unwrap();
-        let split = locara
-            .run(RunRequest::new(
-                "pdf.split",
-                json!({"source": source, "ranges": ["1"]}),
-            ))
-            .await
-            .unwrap();
-        assert!(split.ok, "{:?}", split.error);
+        let pages = whole_pdf_pages(&locara, &pdf).await;
         let response = program(&locara, "code-exec.lua", code, files.clone()).await;
         let output = response.output.as_ref().unwrap();
         let result = output["result"].as_str().unwrap();
@@ -282,12 +272,6 @@ return table.concat(paths, ","), err.code, err.message, size == parts.files[2].s
             "{result}"
         );
         assert_eq!(fields[3], "true", "the saved part has its size: {result}");
-        let pages: Vec<&str> = whole.output.as_ref().unwrap()["pages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["text"].as_str().unwrap())
-            .collect();
         let read: Vec<&str> = output["stdout"]
             .as_str()
             .unwrap()
