@@ -115,6 +115,16 @@ fn printed(response: &RunResponse) -> Value {
     serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
+/// The program's `files` argument: `pdf` as `manual.pdf` in its working directory.
+fn manual_pdf(pdf: &[u8]) -> Value {
+    use base64::Engine as _;
+    json!({"files": [{
+        "path": "manual.pdf",
+        "encoding": "base64",
+        "content": base64::engine::general_purpose::STANDARD.encode(pdf),
+    }]})
+}
+
 /// The text of each of the first three pages of `pdf` as pdf.extract-text reads the whole PDF,
 /// which a program's parts must match. Calling pdf.extract-text and pdf.split here also
 /// compiles them, which would otherwise happen within the program's own wall time.
@@ -157,12 +167,7 @@ for part in parts.files:
     texts.append([page["text"] for page in text["pages"]])
 print(json.dumps({"names": [f.name for f in parts.files], "sizes": [f.size for f in parts.files], "texts": texts}))
 "#;
-    use base64::Engine as _;
-    let files = json!({"files": [{
-        "path": "manual.pdf",
-        "encoding": "base64",
-        "content": base64::engine::general_purpose::STANDARD.encode(&pdf),
-    }]});
+    let files = manual_pdf(&pdf);
     for engine in BackendKind::ALL {
         let locara = host(&home, engine, &App::default());
         let pages = whole_pdf_pages(&locara, &pdf).await;
@@ -234,7 +239,6 @@ print(JSON.stringify(outcome));
 /// be read fails the call (`failed`), as it would in the tool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lua_program_passes_the_files_of_one_call_to_the_next() {
-    use base64::Engine as _;
     let home = home();
     let pdf = std::fs::read(libtasn1_pdf()).unwrap();
     let code = r#"
@@ -251,11 +255,7 @@ local size = #saved:read("a")
 saved:close()
 return table.concat(paths, ","), err.code, err.message, size == parts.files[2].size_bytes
 "#;
-    let files = json!({"files": [{
-        "path": "manual.pdf",
-        "encoding": "base64",
-        "content": base64::engine::general_purpose::STANDARD.encode(&pdf),
-    }]});
+    let files = manual_pdf(&pdf);
     for engine in BackendKind::ALL {
         let locara = host(&home, engine, &App::default());
         let pages = whole_pdf_pages(&locara, &pdf).await;

@@ -903,7 +903,7 @@ fn answer_to_lua(
 }
 
 /// A gateway answer: an object, whose `files` (a call's) are saved as [`save_files`] does
-/// and whose other members are read by [`ToLua`].
+/// and whose members, those files included, are read by [`ToLua`].
 struct Answer<'a> {
     l: &'a mut LuaState,
     calls_made: &'a mut u32,
@@ -936,7 +936,8 @@ impl<'de> serde::de::Visitor<'de> for Answer<'_> {
                     *self.failure = Some(error);
                     return Err(A::Error::custom(message));
                 }
-                json_to_lua(self.l, &Value::Array(files)).map_err(A::Error::custom)?
+                serde::de::DeserializeSeed::deserialize(ToLua(&mut *self.l), Value::Array(files))
+                    .map_err(A::Error::custom)?
             } else {
                 map.next_value_seed(ToLua(&mut *self.l))?
             };
@@ -1030,41 +1031,6 @@ impl<'de> serde::de::Visitor<'de> for ToLua<'_> {
         }
         table_of(self.0, entries).map_err(A::Error::custom)
     }
-}
-
-/// `value` as a Lua value, as [`ToLua`] reads it from JSON text.
-fn json_to_lua(l: &mut LuaState, value: &Value) -> luars::LuaResult<LuaValue> {
-    Ok(match value {
-        Value::Null => LuaValue::nil(),
-        Value::Bool(b) => LuaValue::boolean(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => LuaValue::integer(i),
-            (None, Some(f)) => LuaValue::float(f),
-            (None, None) => LuaValue::nil(),
-        },
-        Value::String(s) => l.create_string(s)?,
-        Value::Array(items) => {
-            let table = l.create_table(items.len(), 0)?;
-            for (i, item) in (1..).zip(items) {
-                let item = json_to_lua(l, item)?;
-                if !item.is_nil() {
-                    l.raw_seti(&table, i, item);
-                }
-            }
-            table
-        }
-        Value::Object(map) => {
-            let table = l.create_table(0, map.len())?;
-            for (key, item) in map {
-                let item = json_to_lua(l, item)?;
-                if !item.is_nil() {
-                    let key = l.create_string(key)?;
-                    l.raw_set(&table, key, item);
-                }
-            }
-            table
-        }
-    })
 }
 
 /// Saves the files of a call's answer under `calls/<n>/` of the working directory, each
