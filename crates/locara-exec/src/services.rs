@@ -30,7 +30,7 @@
 
 use std::{fmt, sync::Arc, time::Duration};
 
-use locara_sandbox::{CancelToken, HostServices, ServiceCall, ServiceError};
+use locara_sandbox::{CancelToken, HostServices, Now, PendingAnswer, ServiceCall, ServiceError};
 use serde_json::{Value, json};
 use url::Url;
 
@@ -408,6 +408,55 @@ impl HostServices for CallServices {
                 ))),
             }
         };
+        self.until_deadline(work, call)
+    }
+
+    /// A `tools` request is polled once in place: a quick inner call (one that ends in its
+    /// first slice, as text.chunk does) is answered with no thread hop for the program either;
+    /// a longer one is left running for [`HostServices::wait`]. Every other service needs a
+    /// thread that may block: the network ones wait on I/O, kv may wait on its database's lock,
+    /// and progress calls the app's sink.
+    fn call_now(&self, service: &str, request: &[u8], _call: &ServiceCall) -> Now {
+        if service != TOOLS {
+            return Now::NeedsThread;
+        }
+        let gateway = match self.gateway() {
+            Ok(gateway) => gateway,
+            Err(refused) => return Now::Answered(Err(refused)),
+        };
+        let request: Value = match serde_json::from_slice(request) {
+            Ok(request) => request,
+            Err(e) => {
+                return Now::Answered(Err(ServiceError::Failed(format!(
+                    "the request to `{service}` is not JSON: {e}"
+                ))));
+            }
+        };
+        let mut answer: PendingAnswer = PendingAnswer(Box::pin(async move {
+            gateway.ask(request).await.map_err(ServiceError::Failed)
+        }));
+        // The inner call starts on this (the runtime's) thread as any call does, and moves to
+        // a blocking thread of the runtime if it is still pending.
+        let _runtime = self.runtime.enter();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match answer.0.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(answer) => Now::Answered(answer),
+            std::task::Poll::Pending => Now::Started(answer),
+        }
+    }
+
+    fn wait(&self, pending: PendingAnswer, call: &ServiceCall) -> Result<Vec<u8>, ServiceError> {
+        self.until_deadline(pending.0, call)
+    }
+}
+
+impl CallServices {
+    /// Blocks this thread on `work`, until it answers or the call's deadline or cancel.
+    fn until_deadline(
+        &self,
+        work: impl Future<Output = Result<Vec<u8>, ServiceError>>,
+        call: &ServiceCall,
+    ) -> Result<Vec<u8>, ServiceError> {
         let deadline = tokio::time::Instant::from_std(call.deadline);
         self.runtime.block_on(async {
             tokio::select! {
@@ -585,27 +634,26 @@ impl CallServices {
 
     /// [`TOOLS`]: the host's gateway answers the request, on this (the guest's) thread.
     async fn tools(&self, request: Value) -> Result<Vec<u8>, ServiceError> {
-        let gateway = match &self.gateway {
-            Gateway::Granted(Some(gateway)) => gateway,
-            Gateway::Granted(None) => {
-                return Err(ServiceError::Failed(
-                    "this host runs no tool gateway, so a tool cannot call tools here".to_owned(),
-                ));
-            }
-            Gateway::NotGranted => {
-                return Err(ServiceError::Denied(format!(
-                    "{} may not call tools: the app did not grant `{TOOLS}` (add it to `grants.services` in locara.json)",
-                    self.tool
-                )));
-            }
-            Gateway::Undeclared => {
-                return Err(ServiceError::Denied(format!(
-                    "{} does not list `{TOOLS}` in its capability_requirements",
-                    self.tool
-                )));
-            }
-        };
+        let gateway = self.gateway()?;
         gateway.ask(request).await.map_err(ServiceError::Failed)
+    }
+
+    /// The gateway that answers this call's [`TOOLS`] requests, or why there is none.
+    fn gateway(&self) -> Result<crate::ToolGateway, ServiceError> {
+        match &self.gateway {
+            Gateway::Granted(Some(gateway)) => Ok(gateway.clone()),
+            Gateway::Granted(None) => Err(ServiceError::Failed(
+                "this host runs no tool gateway, so a tool cannot call tools here".to_owned(),
+            )),
+            Gateway::NotGranted => Err(ServiceError::Denied(format!(
+                "{} may not call tools: the app did not grant `{TOOLS}` (add it to `grants.services` in locara.json)",
+                self.tool
+            ))),
+            Gateway::Undeclared => Err(ServiceError::Denied(format!(
+                "{} does not list `{TOOLS}` in its capability_requirements",
+                self.tool
+            ))),
+        }
     }
 
     fn http(&self) -> Result<&Arc<dyn HttpClient>, ServiceError> {

@@ -22,6 +22,9 @@ fn home() -> &'static TestHome {
             manifest["limits"]["fuel"] = 50_000_000_000_u64.into();
             manifest["limits"]["wall_time_ms"] = 10_000.into();
         });
+        home.publish_probe_with("test.calls-tools", "read_only", |manifest| {
+            manifest["capability_requirements"] = json!(["tools"]);
+        });
         home
     })
 }
@@ -664,4 +667,64 @@ async fn approver_is_asked_only_about_valid_privileged_calls() {
         .unwrap_err();
     assert_eq!(error.code(), "invalid_input");
     assert!(approver.asked.lock().unwrap().is_empty());
+}
+
+/// A tool that starts quickly and asks the gateway in its first slice, on the async runtime's
+/// own thread, has its request answered right there, with no hop to a blocking thread and back:
+/// through `locara_host` and through the host channel alike.
+#[tokio::test]
+async fn a_quick_tools_request_is_answered_on_the_runtime_thread() {
+    // A current-thread runtime: the test's thread is its only one.
+    let here = std::thread::current().id();
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let gateway = {
+        let asked = Arc::clone(&asked);
+        locara_exec::ToolGateway::new(move |request| {
+            asked
+                .lock()
+                .unwrap()
+                .push((std::thread::current().id(), request["tool"].clone()));
+            Box::pin(async move {
+                Ok(json!({"ok": true, "asked": request})
+                    .to_string()
+                    .into_bytes())
+            })
+        })
+    };
+    let pipeline = build(
+        BackendKind::Wasmtime,
+        grants().with_service(locara_exec::TOOLS),
+        1 << 20,
+    );
+    let run = |op: Value| {
+        let call = ToolCall::new("test.calls-tools", op)
+            .with_context(locara_exec::CallContext::new().with_gateway(gateway.clone()));
+        pipeline.clone().oneshot(call)
+    };
+    // The first call compiles the module, which is done on a blocking thread.
+    let request = |tool: &str| json!({"op": "describe", "tool": tool}).to_string();
+    run(json!({"op": "service", "service": "tools", "request": request("first")}))
+        .await
+        .unwrap();
+    asked.lock().unwrap().clear();
+
+    let result = run(json!({"op": "service", "service": "tools", "request": request("a")}))
+        .await
+        .unwrap();
+    let output = result.output.clone().unwrap_or_default();
+    let answer: Value = serde_json::from_str(output["answer"].as_str().unwrap()).unwrap();
+    assert_eq!(answer["asked"]["tool"], "a", "{result:?}");
+    let lines = [
+        json!({"service": "tools", "request": {"op": "describe", "tool": "b"}}).to_string(),
+        json!({"service": "tools", "request": {"op": "describe", "tool": "c"}}).to_string(),
+    ];
+    let result = run(json!({"op": "channel", "lines": lines})).await.unwrap();
+    let output = result.output.unwrap_or_default();
+    let answers = output["answers"].as_str().unwrap();
+    assert_eq!(answers.lines().count(), 2, "{answers}");
+    assert!(answers.contains(r#""tool":"c""#), "{answers}");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [(here, json!("a")), (here, json!("b")), (here, json!("c"))]
+    );
 }

@@ -62,11 +62,14 @@ pub trait CompiledModule: Send + Sync + fmt::Debug {
     /// The call behaves as with [`run`](Self::run). The future runs the guest only while it
     /// is polled, and a poll returns (having woken its waker) after at most one slice of
     /// guest execution ([`SLICE_FUEL`] fuel) and before any host function that may block for
-    /// long (a sleep in `poll_oneoff`, a host service): a host may poll it once on an async
-    /// runtime's own thread, where a short call ends with no thread hop, and move it to a
-    /// blocking thread if it is still pending. It is `Send` and may be polled to completion
-    /// anywhere, e.g. with [`block_on`]. Dropping it before it ends stops the guest and
-    /// removes its temp dir as after any other end.
+    /// long (a sleep in `poll_oneoff`, a host service that cannot answer at once): a host may
+    /// poll it once on an async runtime's own thread, where a short call ends with no thread
+    /// hop, and move it to a blocking thread if it is still pending. Within [`IN_PLACE`] of
+    /// its start, a service request made on such a thread is first offered to
+    /// [`HostServices::call_now`](crate::HostServices::call_now), and only pends the future if
+    /// the service needs a thread that may block. It is `Send` and may be polled to completion
+    /// anywhere, e.g. with [`block_on`] (where every host function may block). Dropping it
+    /// before it ends stops the guest and removes its temp dir as after any other end.
     ///
     /// # Errors
     /// Gives `call` back when this engine cannot drive a call as a future.
@@ -96,6 +99,12 @@ pub type RunFuture = Pin<Box<dyn Future<Output = Result<RunOutcome, Error>> + Se
 /// millisecond of guest code.
 pub const SLICE_FUEL: u64 = 2_000_000;
 
+/// How long after its start a call polled on an async runtime's thread may still have its
+/// service requests answered there ([`HostServices::call_now`](crate::HostServices::call_now)):
+/// about two slices, so that a program making many quick tool calls holds the runtime's thread
+/// no longer than a slice or two before it moves to a blocking thread like any longer call.
+pub const IN_PLACE: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Drives `future` to completion on the calling thread, parking it while the future is
 /// pending. This is not an async runtime: it polls one future and knows nothing of timers or
 /// I/O, which is all a [`RunFuture`] needs (it only ever pends to yield, having woken itself).
@@ -103,6 +112,9 @@ pub const SLICE_FUEL: u64 = 2_000_000;
 /// blocking pool while a host service blocks on that runtime.
 pub fn block_on<F: Future>(future: F) -> F::Output {
     use std::task::{Context, Poll, Wake, Waker};
+
+    // What the future does on this thread may block it: a host service is answered here.
+    let _may_block = MayBlock::here(true);
 
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {
@@ -122,6 +134,34 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
             Poll::Ready(output) => return output,
             Poll::Pending => std::thread::park(),
         }
+    }
+}
+
+thread_local! {
+    /// Whether a host function run on this thread may block it: only under [`block_on`], never
+    /// on an async runtime's thread (where a call's first slice runs) and never while a host
+    /// service runs (an inner call it polls here is started by that service, and the service
+    /// is already blocking this thread on its runtime).
+    static MAY_BLOCK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Sets whether host functions may block this thread, until dropped.
+pub(crate) struct MayBlock(bool);
+
+impl MayBlock {
+    pub(crate) fn here(may: bool) -> MayBlock {
+        MayBlock(MAY_BLOCK.replace(may))
+    }
+
+    /// Whether host functions may block this thread now.
+    pub(crate) fn now() -> bool {
+        MAY_BLOCK.get()
+    }
+}
+
+impl Drop for MayBlock {
+    fn drop(&mut self) {
+        MAY_BLOCK.set(self.0);
     }
 }
 

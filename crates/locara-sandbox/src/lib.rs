@@ -64,7 +64,8 @@ mod wasmtime_backend;
 
 pub use crate::{
     backend::{
-        Backend, Compiled, CompiledModule, RunArgs, RunFuture, SLICE_FUEL, Sandbox, block_on,
+        Backend, Compiled, CompiledModule, IN_PLACE, RunArgs, RunFuture, SLICE_FUEL, Sandbox,
+        block_on,
     },
     beneath::open_dir_beneath,
     cancel::CancelToken,
@@ -73,5 +74,8 @@ pub use crate::{
     error::Error,
     limits::{EnforcedLimits, Enforcement, LimitKind, Limits},
     outcome::{OutputFile, RunOutcome, RunStatus},
-    services::{HOST_CHANNEL_PATH, HOST_SERVICES_MODULE, HostServices, ServiceCall, ServiceError},
+    services::{
+        HOST_CHANNEL_PATH, HOST_SERVICES_MODULE, HostServices, Now, PendingAnswer, ServiceCall,
+        ServiceError,
+    },
 };

@@ -18,7 +18,7 @@
 //! A service that is still working when the call's wall-clock deadline passes, or when the
 //! call is cancelled, stops the guest the same way a sleeping guest is stopped.
 
-use std::{fmt, sync::Arc, time::Instant};
+use std::{fmt, future::Future, pin::Pin, sync::Arc, time::Instant};
 
 use crate::CancelToken;
 
@@ -64,14 +64,62 @@ pub enum ServiceError {
 
 /// Answers a guest's service requests for one call. Called on the thread that runs the guest,
 /// which waits for the answer.
+///
+/// A call's first slice may run on an async runtime's own thread, which must not block (see
+/// [`crate::CompiledModule::start`]). A request made there is first offered to
+/// [`HostServices::call_now`]: a service that can answer without blocking does, one that has
+/// started but not finished leaves its answer to [`HostServices::wait`], and any other is
+/// asked again, with [`HostServices::call`], once the call has moved to a thread that may
+/// block. Answering in place spares a code-mode program's tool calls the hop to another
+/// thread.
 pub trait HostServices: Send + Sync {
-    /// Answers request `request` (bytes, usually JSON) to service `service`.
+    /// Answers request `request` (bytes, usually JSON) to service `service`, blocking this
+    /// thread until the answer, the deadline or a cancel.
     fn call(
         &self,
         service: &str,
         request: &[u8],
         call: &ServiceCall,
     ) -> Result<Vec<u8>, ServiceError>;
+
+    /// Answers `request` without blocking this thread, or starts it, or does nothing at all
+    /// ([`Now::NeedsThread`], the default: the request is then made again with
+    /// [`HostServices::call`]).
+    fn call_now(&self, service: &str, request: &[u8], call: &ServiceCall) -> Now {
+        let _ = (service, request, call);
+        Now::NeedsThread
+    }
+
+    /// Waits for an answer [`HostServices::call_now`] started, as [`HostServices::call`]
+    /// waits: until it is ready, the deadline or a cancel. Only reached for a service whose
+    /// `call_now` returns [`Now::Started`], which must override it; the default waits for the
+    /// answer alone.
+    fn wait(&self, pending: PendingAnswer, call: &ServiceCall) -> Result<Vec<u8>, ServiceError> {
+        let _ = call;
+        crate::block_on(pending.0)
+    }
+}
+
+/// What [`HostServices::call_now`] did with a request.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Now {
+    /// It is answered (or refused).
+    Answered(Result<Vec<u8>, ServiceError>),
+    /// It is under way; [`HostServices::wait`] gets its answer.
+    Started(PendingAnswer),
+    /// Nothing was done: the request is made again where blocking is allowed.
+    NeedsThread,
+}
+
+/// An answer that was started and is not ready yet. It is dropped, which cancels it, if the
+/// call ends before its guest waits for it.
+pub struct PendingAnswer(pub Pin<Box<dyn Future<Output = Result<Vec<u8>, ServiceError>> + Send>>);
+
+impl fmt::Debug for PendingAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PendingAnswer(..)")
+    }
 }
 
 /// The services a call may use: a shared [`HostServices`], compared by identity.

@@ -21,7 +21,7 @@ use wasmtime::{
 use crate::{
     CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunArgs, RunFuture,
     RunOutcome, SLICE_FUEL, SandboxConfig,
-    backend::{Backend, CompiledModule, ExportKind, check_interface, is_valid_cache_key},
+    backend::{Backend, CompiledModule, ExportKind, MayBlock, check_interface, is_valid_cache_key},
     compiled_cache,
     run::{self, EngineEnd, MemoryLimiter},
     wasi::{self, Stop, WasiCtx},
@@ -253,10 +253,26 @@ pub(crate) enum Calls {
     Sync,
 }
 
-/// Whether a host function may block for long: a sleep, or a host service (a network call).
-fn may_block(module: &str, name: &str) -> bool {
-    (module == wasi::MODULE && name == "poll_oneoff")
-        || (module == wasi::host::MODULE && name == "call")
+/// Whether, and how, a host function may block for long when the call is driven as a future.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blocks {
+    /// Never: it is called as is.
+    Never,
+    /// It may (a sleep): it yields first, so that the call moves to a thread where blocking
+    /// is fine.
+    Always,
+    /// It may ask a host service (`locara_host::call`, or a write to the host channel): on a
+    /// thread that must not block it is first run in place ([`WasiCtx::in_place`]), and yields
+    /// then runs again only if the service declined to answer there.
+    Service,
+}
+
+fn blocks(module: &str, name: &str) -> Blocks {
+    match (module, name) {
+        (wasi::MODULE, "poll_oneoff") => Blocks::Always,
+        (wasi::host::MODULE, "call") | (wasi::MODULE, "fd_write") => Blocks::Service,
+        _ => Blocks::Never,
+    }
 }
 
 pub(crate) fn linker(engine: &Engine, calls: Calls) -> Result<Linker<StoreData>, Error> {
@@ -267,14 +283,31 @@ pub(crate) fn linker(engine: &Engine, calls: Calls) -> Result<Linker<StoreData>,
             link!(@ wasi::MODULE, $f, wasi::$f, $($arg: $ty),*);
         };
         (@ $module:expr, $name:ident, $f:path, $($arg:ident: $ty:ty),*) => {
-            if calls == Calls::Async && may_block($module, stringify!($name)) {
+            let blocks = blocks($module, stringify!($name));
+            if calls == Calls::Async && blocks != Blocks::Never {
                 linker
                     .func_wrap_async(
                         $module,
                         stringify!($name),
-                        |mut caller: Caller<'_, StoreData>, ($($arg,)*): ($($ty,)*)| {
+                        move |mut caller: Caller<'_, StoreData>, ($($arg,)*): ($($ty,)*)| {
                             Box::new(async move {
-                                YieldOnce(false).await;
+                                if !MayBlock::now() {
+                                    if blocks == Blocks::Service {
+                                        let now = with_memory(&mut caller, |ctx, mem| {
+                                            ctx.in_place = true;
+                                            let result = $f(ctx, mem, $($arg),*);
+                                            ctx.in_place = false;
+                                            if std::mem::take(&mut ctx.declined) {
+                                                return Ok(None);
+                                            }
+                                            wasi::finish(ctx, result).map(Some)
+                                        })?;
+                                        if let Some(errno) = now {
+                                            return Ok(errno);
+                                        }
+                                    }
+                                    YieldOnce(false).await;
+                                }
                                 with_memory(&mut caller, |ctx, mem| {
                                     let result = $f(ctx, mem, $($arg),*);
                                     wasi::finish(ctx, result)

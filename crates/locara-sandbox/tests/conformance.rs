@@ -1221,3 +1221,132 @@ backend_test!(a_slow_host_service_is_stopped_by_cancelling, |kind| {
     canceller.join().unwrap();
     assert_eq!(outcome.status, RunStatus::Cancelled);
 });
+
+/// Services that say what they can do without blocking (see `HostServices::call_now`): `now`
+/// answers at once, `later` starts an answer its guest then waits for, anything else needs a
+/// thread that may block and is answered by `call`. Counts each path.
+#[derive(Default)]
+struct InPlace {
+    answered_now: std::sync::atomic::AtomicUsize,
+    started: std::sync::atomic::AtomicUsize,
+    called: std::sync::atomic::AtomicUsize,
+}
+
+impl locara_sandbox::HostServices for InPlace {
+    fn call(
+        &self,
+        service: &str,
+        request: &[u8],
+        _: &locara_sandbox::ServiceCall,
+    ) -> Result<Vec<u8>, locara_sandbox::ServiceError> {
+        self.called
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(format!("{service} by call: {}", String::from_utf8_lossy(request)).into_bytes())
+    }
+
+    fn call_now(
+        &self,
+        service: &str,
+        request: &[u8],
+        _: &locara_sandbox::ServiceCall,
+    ) -> locara_sandbox::Now {
+        use std::sync::atomic::Ordering::SeqCst;
+        let answer = format!("{service} now: {}", String::from_utf8_lossy(request)).into_bytes();
+        match service {
+            "now" => {
+                self.answered_now.fetch_add(1, SeqCst);
+                locara_sandbox::Now::Answered(Ok(answer))
+            }
+            "later" => {
+                self.started.fetch_add(1, SeqCst);
+                locara_sandbox::Now::Started(locara_sandbox::PendingAnswer(Box::pin(async move {
+                    Ok(answer)
+                })))
+            }
+            _ => locara_sandbox::Now::NeedsThread,
+        }
+    }
+}
+
+/// A call started on a thread that must not block (here: polled once outside `block_on`, as
+/// an async runtime's thread polls it) has its service requests answered in place when the
+/// service can; a request the service starts or declines pends the call, which then finishes
+/// where it may block, each request made exactly once.
+#[test]
+fn service_requests_are_answered_in_place_when_the_service_can() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::task::{Context, Poll, Waker};
+    let services = std::sync::Arc::new(InPlace::default());
+    let caps = Capabilities::new().with_services(services.clone());
+    let start = |input: Value| {
+        probe(BackendKind::Wasmtime)
+            .start(locara_sandbox::RunArgs {
+                input: input.to_string().into_bytes(),
+                limits: Limits::default(),
+                caps: caps.clone(),
+                cancel: CancelToken::new(),
+            })
+            .unwrap_or_else(|_| panic!("Wasmtime drives calls as futures"))
+    };
+    let poll_once = |call: &mut locara_sandbox::RunFuture| {
+        call.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+    };
+    let service =
+        |name: &str, request: &str| json!({"op": "service", "service": name, "request": request});
+
+    // Answered in place: the whole call ends in its first poll.
+    let mut call = start(service("now", "a"));
+    let Poll::Ready(outcome) = poll_once(&mut call) else {
+        panic!("a call whose one request is answered in place ends in its first poll");
+    };
+    let outcome = outcome.unwrap();
+    assert_eq!(stdout_json(&outcome)["answer"], "now now: a");
+
+    // Started in place: the call pends, then its guest gets that very answer.
+    let mut call = start(service("later", "b"));
+    assert!(poll_once(&mut call).is_pending());
+    let outcome = locara_sandbox::block_on(call).unwrap();
+    assert_eq!(stdout_json(&outcome)["answer"], "later now: b");
+    assert_eq!(services.started.load(SeqCst), 1);
+
+    // Declined in place: asked again where blocking is allowed.
+    let mut call = start(service("blocking", "c"));
+    assert!(poll_once(&mut call).is_pending());
+    let outcome = locara_sandbox::block_on(call).unwrap();
+    assert_eq!(stdout_json(&outcome)["answer"], "blocking by call: c");
+    assert_eq!(services.called.load(SeqCst), 1);
+
+    // The channel: three requests in one write, the second declined. The first is not asked
+    // again when the write runs again, nor is the write's data taken twice, and the answers
+    // come in order.
+    let lines = [
+        r#"{"service": "now", "request": "x"}"#,
+        r#"{"service": "blocking", "request": "y"}"#,
+        r#"{"service": "now", "request": "z"}"#,
+    ];
+    let mut call = start(json!({"op": "channel", "lines": lines}));
+    assert!(poll_once(&mut call).is_pending());
+    let outcome = locara_sandbox::block_on(call).unwrap();
+    assert_eq!(outcome.status, RunStatus::Exited(0), "{outcome:?}");
+    let answers: Vec<Value> = stdout_json(&outcome)["answers"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            json!({"ok": "now now: \"x\""}),
+            json!({"ok": "blocking by call: \"y\""}),
+            json!({"ok": "now by call: \"z\""}),
+        ]
+    );
+    // Once moved, the call stays where it may block: z was asked with `call` too.
+    assert_eq!(services.called.load(SeqCst), 3, "c, y and z, by call");
+    assert_eq!(services.answered_now.load(SeqCst), 2, "a and x, in place");
+
+    // Under `block_on`, every request is made with `call`, as on wasmi.
+    let outcome = locara_sandbox::block_on(start(service("now", "d"))).unwrap();
+    assert_eq!(stdout_json(&outcome)["answer"], "now by call: d");
+}

@@ -7,6 +7,9 @@ use std::io;
 pub(crate) struct Errno(pub(crate) u16);
 
 impl Errno {
+    /// Only as a placeholder: a request declined in place is made again, never answered with
+    /// it (see `host::ask`).
+    pub(crate) const AGAIN: Errno = Errno(6);
     pub(crate) const BADF: Errno = Errno(8);
     pub(crate) const EXIST: Errno = Errno(20);
     pub(crate) const FAULT: Errno = Errno(21);

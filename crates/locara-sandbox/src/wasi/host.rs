@@ -4,7 +4,9 @@
 //! guests that cannot import a function (a prebuilt interpreter; see [`Channel`]).
 
 use super::{Desc, Errno, Fail, Res, Stop, WasiCtx, bytes, put, put_u32};
-use crate::{LimitKind, ServiceCall, ServiceError};
+use std::sync::Arc;
+
+use crate::{LimitKind, Now, ServiceCall, ServiceError, backend::MayBlock};
 
 pub(crate) use crate::services::HOST_SERVICES_MODULE as MODULE;
 
@@ -61,26 +63,57 @@ pub(crate) fn call(
 
 /// Asks service `name`: its answer and `0`, or a message saying why not and the errno the
 /// guest sees (`ENOTCAPABLE` denied, `EIO` failed). A deadline or cancellation stops the guest.
+///
+/// On a thread that must not block ([`WasiCtx::in_place`]) the request is offered to
+/// [`HostServices::call_now`](crate::HostServices::call_now) within [`crate::IN_PLACE`] of the
+/// call's start; if the service cannot answer at once the request is declined
+/// ([`WasiCtx::declined`], with any answer it started parked) and the host function is run
+/// again where it may block, where this finds the parked answer and waits for it.
 fn ask(ctx: &mut WasiCtx, name: &str, request: Vec<u8>) -> Res<(Vec<u8>, Errno)> {
     let service_call = ServiceCall {
         deadline: ctx.deadline,
         cancel: ctx.cancel.clone(),
     };
-    let answer = match &ctx.services {
-        None => (
-            format!("this call was given no host services, so `{name}` is not available")
-                .into_bytes(),
-            Errno::NOTCAPABLE,
-        ),
-        Some(services) => match services.0.call(name, &request, &service_call) {
-            Ok(answer) => (answer, Errno(0)),
-            Err(ServiceError::Denied(message)) => (message.into_bytes(), Errno::NOTCAPABLE),
-            Err(ServiceError::Failed(message)) => (message.into_bytes(), Errno::IO),
-            Err(ServiceError::DeadlineExceeded) => {
-                return Err(Fail::Stop(Stop::Limit(LimitKind::WallTime)));
+    let Some(services) = ctx.services.as_ref().map(|s| Arc::clone(&s.0)) else {
+        let message = format!("this call was given no host services, so `{name}` is not available");
+        return Ok((message.into_bytes(), Errno::NOTCAPABLE));
+    };
+    // A service may poll an inner call here; that call's host functions must not block this
+    // thread again, whatever this one may do.
+    let result = {
+        let _may_not_block = MayBlock::here(false);
+        if let Some(pending) = ctx.parked.take() {
+            services.wait(pending, &service_call)
+        } else if ctx.in_place {
+            let now = if ctx.start.elapsed() < crate::IN_PLACE {
+                services.call_now(name, &request, &service_call)
+            } else {
+                Now::NeedsThread
+            };
+            match now {
+                Now::Answered(result) => result,
+                Now::Started(pending) => {
+                    ctx.parked = Some(pending);
+                    ctx.declined = true;
+                    return Err(Errno::AGAIN.into());
+                }
+                Now::NeedsThread => {
+                    ctx.declined = true;
+                    return Err(Errno::AGAIN.into());
+                }
             }
-            Err(ServiceError::Cancelled) => return Err(Fail::Stop(Stop::Cancelled)),
-        },
+        } else {
+            services.call(name, &request, &service_call)
+        }
+    };
+    let answer = match result {
+        Ok(answer) => (answer, Errno(0)),
+        Err(ServiceError::Denied(message)) => (message.into_bytes(), Errno::NOTCAPABLE),
+        Err(ServiceError::Failed(message)) => (message.into_bytes(), Errno::IO),
+        Err(ServiceError::DeadlineExceeded) => {
+            return Err(Fail::Stop(Stop::Limit(LimitKind::WallTime)));
+        }
+        Err(ServiceError::Cancelled) => return Err(Fail::Stop(Stop::Cancelled)),
     };
     // The deadline may have passed while the service worked, even if it answered.
     ctx.check_deadline().map_err(Fail::Stop)?;
@@ -110,6 +143,10 @@ pub(crate) struct Channel {
     request: Vec<u8>,
     /// Answers not read yet.
     answers: std::collections::VecDeque<u8>,
+    /// The request lines of a write whose answering was declined in place (see [`ask`]), from
+    /// the declined one on: the write's second run answers them instead of taking its data
+    /// again.
+    unanswered: Option<std::collections::VecDeque<Vec<u8>>>,
 }
 
 impl Channel {
@@ -124,27 +161,42 @@ impl Channel {
 }
 
 /// A write to the channel at `fd`: answers every request line it ends.
+///
+/// Run a second time for the same write when a request was declined in place (see [`ask`]):
+/// it then answers the lines left from the first run and takes no data.
 pub(crate) fn channel_write(ctx: &mut WasiCtx, fd: i32, data: &[u8]) -> Res<()> {
     let Desc::Channel(channel) = ctx.desc(fd)? else {
         return Err(Errno::BADF.into());
     };
-    channel.request.extend_from_slice(data);
-    let mut lines = Vec::new();
-    while let Some(end) = channel.request.iter().position(|&b| b == b'\n') {
-        let mut line: Vec<u8> = channel.request.drain(..=end).collect();
-        line.pop();
-        lines.push(line);
-    }
-    if channel.request.len() > MAX_CHANNEL_REQUEST {
-        channel.request = Vec::new();
-        return Err(Errno::FBIG.into());
-    }
-    for line in lines {
-        let answer = answer_line(ctx, &line)?;
+    let mut lines = match channel.unanswered.take() {
+        Some(lines) => lines,
+        None => {
+            channel.request.extend_from_slice(data);
+            let mut lines = std::collections::VecDeque::new();
+            while let Some(end) = channel.request.iter().position(|&b| b == b'\n') {
+                let mut line: Vec<u8> = channel.request.drain(..=end).collect();
+                line.pop();
+                lines.push_back(line);
+            }
+            if channel.request.len() > MAX_CHANNEL_REQUEST {
+                channel.request = Vec::new();
+                return Err(Errno::FBIG.into());
+            }
+            lines
+        }
+    };
+    while let Some(line) = lines.front() {
+        let answer = answer_line(ctx, line);
+        let declined = ctx.declined;
         let Desc::Channel(channel) = ctx.desc(fd)? else {
             return Err(Errno::BADF.into());
         };
-        channel.answers.extend(answer);
+        if declined {
+            channel.unanswered = Some(lines);
+            return answer.map(drop);
+        }
+        channel.answers.extend(answer?);
+        lines.pop_front();
     }
     Ok(())
 }

@@ -138,6 +138,14 @@ pub(crate) struct WasiCtx {
     services: Option<crate::services::Services>,
     /// A service's answer, ready for [`host::response`].
     pending: Option<Vec<u8>>,
+    /// Whether the host function running now runs on a thread that must not block, so that a
+    /// service request is answered in place or declined ([`host`]'s `ask`).
+    pub(crate) in_place: bool,
+    /// Set when a request was declined in place: the host function is run again, with the
+    /// same arguments, once the call is on a thread that may block.
+    pub(crate) declined: bool,
+    /// The answer a declined request started, which the host function's second run waits for.
+    parked: Option<crate::services::PendingAnswer>,
     /// The call's random numbers when the host seeded them; `None` reads the OS's.
     rng: Option<rand_chacha::ChaCha20Rng>,
 }
@@ -240,6 +248,9 @@ impl WasiCtx {
             collect: setup.collect,
             services: setup.services,
             pending: None,
+            in_place: false,
+            declined: false,
+            parked: None,
             rng: setup.random_seed.map(|seed| {
                 use rand_chacha::rand_core::SeedableRng as _;
                 rand_chacha::ChaCha20Rng::seed_from_u64(seed)

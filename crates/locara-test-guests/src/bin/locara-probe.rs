@@ -36,6 +36,7 @@
 //! | `paths`        | `paths`, `content`          | reads (and writes `content` to) each path         |
 //! | `plant`        | `steps`                     | makes dirs, files, symlinks and hard links in order |
 //! | `service`      | `service`, `request`, `buf` | asks a host service (`locara_host`), reading the answer into a `buf`-byte buffer (default: its length) |
+//! | `channel`      | `lines`                     | writes the strings `lines`, each ended by a newline, to the host channel in one write, then prints `{"answers": …}`, all it reads back |
 //!
 //! `spin` takes an optional `path`: a file it writes in `/tmp` first, so that a stopped call
 //! has a temp dir to clean up.
@@ -113,6 +114,7 @@ fn main() {
             str_field(&input, "request"),
             u64_field(&input, "buf"),
         ),
+        "channel" => channel(&input),
         other => fail(2, &format!("unknown op {other:?}")),
     }
 }
@@ -620,6 +622,28 @@ fn service(_: &str, _: &str, _: Option<u64>) {
         2,
         "service calls the host: build the probe for wasm32-wasip1",
     )
+}
+
+/// Writes `input.lines` to the host channel in one write, then prints all it reads back.
+fn channel(input: &Value) {
+    let mut request = String::new();
+    for line in input["lines"].as_array().map_or(&[][..], Vec::as_slice) {
+        request.push_str(line.as_str().unwrap_or_default());
+        request.push('\n');
+    }
+    let mut channel = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/tmp/.locara-host")
+        .unwrap_or_else(|e| fail(2, &format!("cannot open the host channel: {e}")));
+    if let Err(e) = channel.write_all(request.as_bytes()) {
+        fail(2, &format!("cannot write to the host channel: {e}"));
+    }
+    let mut answers = String::new();
+    if let Err(e) = channel.read_to_string(&mut answers) {
+        fail(2, &format!("cannot read the host channel: {e}"));
+    }
+    emit(&json!({ "answers": answers }));
 }
 
 /// Asks host service `name`, then prints `{"errno", "len", "response_errno", "answer"}`:
