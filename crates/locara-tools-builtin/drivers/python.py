@@ -50,6 +50,9 @@ _PREINIT_FLAG = "--locara-preinit"
 _STDOUT_BUFFER = 64 << 10
 _STDERR_KEEP = 1 << 20
 _encode_json_string = json.encoder.encode_basestring
+_encode_json_string_ascii = json.encoder.encode_basestring_ascii
+# The most a read of the host channel takes at once.
+_CHANNEL_READ = 1 << 20
 # The driver's own writes; the code's `os.write` is replaced (`_capture_descriptors`).
 _os_write = os.write
 _os_writev = getattr(os, "writev", None)
@@ -228,33 +231,41 @@ def _ask(service, request):
     """Asks host service `service`: the host's answer as a dict (`ok`, `denied`, `failed` or
     `invalid`), or None when the call may use no host service. The answer comes in `marshal`
     format (`{"marshal": N}` and N bytes), which CPython reads in C several times faster than
-    JSON."""
+    JSON. The host answers a request before its write returns, so one read usually holds all
+    of it; every step below is on the path of each tool call a program makes."""
     global _host_channel
     try:
-        if _host_channel is None:
-            _host_channel = _open(_HOST_PATH, "r+b", buffering=0)
-        text = _encode_request({"service": service, "request": request, "answer": "marshal"})
-        view = memoryview((text + "\n").encode())
-        while view:
-            view = view[_host_channel.write(view):]
-        data = b""
-        while b"\n" not in data:
-            chunk = _host_channel.read(1 << 20)
+        channel = _host_channel
+        if channel is None:
+            channel = _host_channel = _open(_HOST_PATH, "r+b", buffering=0)
+        line = (
+            '{"service":' + _encode_json_string_ascii(service) + ',"answer":"marshal","request":'
+            + _encode_request(request) + "}\n"
+        ).encode()
+        written = channel.write(line)
+        if written != len(line):
+            view = memoryview(line)[written:]
+            while view:
+                view = view[channel.write(view):]
+        data = channel.read(_CHANNEL_READ)
+        end = data.find(b"\n")
+        while end < 0:
+            chunk = channel.read(_CHANNEL_READ)
             if not chunk:
                 return None
             data += chunk
-        head, _, body = data.partition(b"\n")
-        if not head.startswith(b'{"marshal":'):
-            return json.loads(head)
-        size = int(head[11:-1])
-        while len(body) < size:
-            chunk = _host_channel.read(1 << 20)
+            end = data.find(b"\n")
+        if not data.startswith(b'{"marshal":'):
+            return json.loads(data[:end])
+        size = int(data[11:end - 1])
+        while len(data) - end - 1 < size:
+            chunk = channel.read(_CHANNEL_READ)
             if not chunk:
                 return None
-            body += chunk
+            data += chunk
     except OSError:
         return None
-    return {"ok": marshal.loads(body)}
+    return {"ok": marshal.loads(memoryview(data)[end + 1:end + 1 + size])}
 
 
 def _new_request_encoder():
