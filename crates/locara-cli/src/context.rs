@@ -29,6 +29,8 @@ pub(crate) struct Context {
     pub(crate) home: PathBuf,
     /// The engine.
     pub(crate) engine: crate::cli::Engine,
+    /// `--temp-dir`: where calls' temp dirs are made.
+    temp_dir: Option<PathBuf>,
     /// `--user`: who calls are made for.
     user: Option<String>,
     /// The app manifest, read when a facade is opened (so a broken one does not stop `keygen`).
@@ -80,6 +82,7 @@ impl Context {
             connector,
             home,
             engine: cli.engine,
+            temp_dir: cli.temp_dir.clone(),
             user: cli.user.clone().filter(|u| !u.trim().is_empty()),
             app_file,
             json: cli.json,
@@ -231,6 +234,9 @@ impl Context {
         let mut config = LocaraConfig::new(&self.home)
             .with_engine(self.engine.kind())
             .with_approver(self.approver.clone());
+        if let Some(dir) = &self.temp_dir {
+            config = config.with_temp_root(dir);
+        }
         // Without an app manifest the person at the terminal is the app, and is offered the
         // memory tools (scoped by `--user`, loaded on first use); an app manifest's tool list
         // is the whole catalog.

@@ -1692,3 +1692,60 @@ fn tools_export_prints_the_code_mode_api_in_typescript_and_python() {
     );
     assert!(!module.contains("\ndef call("), "{module}");
 }
+
+/// `--temp-dir` (and `LOCARA_TEMP_DIR`) is where a call's temp dir is made: a program that
+/// writes in `/tmp` creates it there, and it is gone when the call ends.
+#[test]
+fn calls_make_their_temp_dirs_under_temp_dir() {
+    let cli = Cli::new();
+    let code = r#"local f = assert(io.open("/tmp/note.txt", "w"))
+f:write("kept for the call")
+f:close()
+return assert(io.open("/tmp/note.txt")):read("a")"#;
+    let arg = format!("code={code}");
+    let untouched = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1);
+    let modified = |dir: &Path| std::fs::metadata(dir).unwrap().modified().unwrap();
+    for via_env in [false, true] {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::File::open(root.path())
+            .unwrap()
+            .set_modified(untouched)
+            .unwrap();
+        let run = if via_env {
+            let args = ["--json", "run", "code-exec.lua", "--arg", &arg];
+            cli.run_with_env(&args, &[("LOCARA_TEMP_DIR", s(root.path()))], &[])
+        } else {
+            let args = [
+                "--json",
+                "--temp-dir",
+                s(root.path()),
+                "run",
+                "code-exec.lua",
+                "--arg",
+                &arg,
+            ];
+            cli.run(&args)
+        };
+        assert_eq!(run.code, 0, "{run:#?}");
+        assert_eq!(
+            run.json()["output"]["result"],
+            "kept for the call",
+            "{run:#?}"
+        );
+        // The call's dir was made and removed there: the root changed, and is empty again.
+        assert_ne!(modified(root.path()), untouched, "env: {via_env}");
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    }
+    // A temp root that is not a directory: the program cannot write in /tmp.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let run = cli.run(&[
+        "--json",
+        "--temp-dir",
+        s(file.path()),
+        "run",
+        "code-exec.lua",
+        "--arg",
+        &arg,
+    ]);
+    assert_ne!(run.code, 0, "{run:#?}");
+}
