@@ -677,13 +677,29 @@ async fn a_quick_tools_request_is_answered_on_the_runtime_thread() {
     // A current-thread runtime: the test's thread is its only one.
     let here = std::thread::current().id();
     let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // Set when the answer to a request for `never` (which never comes) is dropped.
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    struct SetOnDrop(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
     let gateway = {
-        let asked = Arc::clone(&asked);
+        let (asked, dropped) = (Arc::clone(&asked), Arc::clone(&dropped));
         locara_exec::ToolGateway::new(move |request| {
             asked
                 .lock()
                 .unwrap()
                 .push((std::thread::current().id(), request["tool"].clone()));
+            if request["tool"] == "never" {
+                let guard = SetOnDrop(Arc::clone(&dropped));
+                return Box::pin(async move {
+                    let _guard = guard;
+                    std::future::pending::<()>().await;
+                    Err("unreachable".to_owned())
+                });
+            }
             Box::pin(async move {
                 Ok(json!({"ok": true, "asked": request})
                     .to_string()
@@ -727,4 +743,21 @@ async fn a_quick_tools_request_is_answered_on_the_runtime_thread() {
         *asked.lock().unwrap(),
         [(here, json!("a")), (here, json!("b")), (here, json!("c"))]
     );
+
+    // An answer that is not ready at once is started here, then waited for where blocking is
+    // allowed, within the call's deadline (the probe's 2 s): the deadline stops the guest and
+    // drops the answer, which cancels it.
+    let started = std::time::Instant::now();
+    let result = run(json!({"op": "service", "service": "tools", "request": request("never")}))
+        .await
+        .unwrap();
+    let failure = result.failure.expect("stopped by the deadline");
+    assert_eq!(
+        failure.kind,
+        FailureKind::LimitExceeded { limit: "wall_time" },
+        "{failure:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(asked.lock().unwrap()[3], (here, json!("never")));
+    assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
 }
