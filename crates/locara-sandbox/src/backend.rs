@@ -154,6 +154,10 @@ impl MayBlock {
     }
 
     /// Whether host functions may block this thread now.
+    #[cfg_attr(
+        all(feature = "wasmi", not(feature = "wasmtime")),
+        expect(dead_code, reason = "only Wasmtime starts calls as futures")
+    )]
     pub(crate) fn now() -> bool {
         MAY_BLOCK.get()
     }
