@@ -247,7 +247,7 @@ def _ask(service, request):
             view = memoryview(line)[written:]
             while view:
                 view = view[channel.write(view):]
-        data = channel.read(_CHANNEL_READ)
+        data = channel.read(_CHANNEL_READ) or b""
         end = data.find(b"\n")
         while end < 0:
             chunk = channel.read(_CHANNEL_READ)
