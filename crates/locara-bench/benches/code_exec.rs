@@ -154,17 +154,7 @@ fn main() -> Result<()> {
             cold.push(started.elapsed());
             cold_cpu.push(cpu_time()?.saturating_sub(cpu));
         }
-        let locara = Locara::new(&config)?;
-        for _ in 0..plan.warmup {
-            call(&rt, &locara, language)?;
-        }
-        let (mut warm, mut warm_cpu) = (Vec::new(), Vec::new());
-        for _ in 0..plan.warm {
-            let (started, cpu) = (Instant::now(), cpu_time()?);
-            call(&rt, &locara, language)?;
-            warm.push(started.elapsed());
-            warm_cpu.push(cpu_time()?.saturating_sub(cpu));
-        }
+        let (warm, warm_cpu) = warm_calls(&rt, &config, language, &plan)?;
         let warm = Row {
             name: format!("{} warm", language.tool),
             summary: Summary::of(&warm),
@@ -175,17 +165,8 @@ fn main() -> Result<()> {
         if language.tool == "code-exec.python"
             && let Some(tmpfs) = tmpfs_temp_root()
         {
-            let locara = Locara::new(&config.clone().with_temp_root(&tmpfs))?;
-            for _ in 0..plan.warmup {
-                call(&rt, &locara, language)?;
-            }
-            let (mut samples, mut cpu_samples) = (Vec::new(), Vec::new());
-            for _ in 0..plan.warm {
-                let (started, cpu) = (Instant::now(), cpu_time()?);
-                call(&rt, &locara, language)?;
-                samples.push(started.elapsed());
-                cpu_samples.push(cpu_time()?.saturating_sub(cpu));
-            }
+            let on = config.clone().with_temp_root(&tmpfs);
+            let (samples, cpu_samples) = warm_calls(&rt, &on, language, &plan)?;
             let row = Row {
                 name: format!(
                     "{} warm, temp dirs on tmpfs {}",
@@ -335,6 +316,28 @@ fn cold_stages(
             summary: Summary::of(samples),
         })
         .collect())
+}
+
+/// The wall and CPU times of `plan.warm` calls of `language` on one `Locara` built from
+/// `config`, after `plan.warmup` calls.
+fn warm_calls(
+    rt: &Runtime,
+    config: &LocaraConfig,
+    language: &Language,
+    plan: &Plan,
+) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    let locara = Locara::new(config)?;
+    for _ in 0..plan.warmup {
+        call(rt, &locara, language)?;
+    }
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    for _ in 0..plan.warm {
+        let (started, cpu_before) = (Instant::now(), cpu_time()?);
+        call(rt, &locara, language)?;
+        wall.push(started.elapsed());
+        cpu.push(cpu_time()?.saturating_sub(cpu_before));
+    }
+    Ok((wall, cpu))
 }
 
 /// `/dev/shm` when it is a tmpfs and the system temp dir is not one (where it is, as Debian
