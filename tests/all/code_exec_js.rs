@@ -641,6 +641,42 @@ const f = std.open('/etc/passwd', 'r', e);
     }
 }
 
+/// The artifact is QuickJS pre-initialized with the driver loaded (locara-upstream's
+/// `quickjs`): a call starts from the snapshot instead of creating a runtime and compiling the
+/// driver, and each call still gets its own `Math.random` sequence and nothing of the init's
+/// entry point.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_start_from_the_snapshot_with_their_own_random_numbers() {
+    let (_home, hosts) = engines();
+    for locara in &hosts {
+        let engine = locara.engine().name();
+        let response = locara
+            .run(locara_facade::RunRequest::new(
+                TOOL,
+                json!({"code": "console.log(1 + 1)"}),
+            ))
+            .await
+            .expect("the call runs");
+        assert!(response.ok, "{engine}: {:?}", response.error);
+        // Started plainly, this call burned 19.1e6 fuel (the driver's compilation most of
+        // it); from the snapshot, 0.8e6.
+        let fuel = response.stats.fuel_consumed;
+        assert!(
+            fuel < 3_000_000,
+            "{engine}: {fuel} fuel for console.log(1 + 1)"
+        );
+
+        let draws = "Array.from({length: 4}, () => Math.random())";
+        let (first, second) = (result(locara, draws).await, result(locara, draws).await);
+        assert_ne!(first, second, "{engine}: two calls drew the same numbers");
+        assert_eq!(
+            result(locara, "[typeof __locara_main, scriptArgs.length]").await,
+            r#"["undefined",0]"#,
+            "{engine}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_end_hostile_programs_and_the_next_call_works() {
     let (_home, hosts) = engines();

@@ -1,6 +1,6 @@
 // The driver of `code-exec.js`: QuickJS-ng speaking the tool ABI (docs/code-exec.md).
 //
-// Run as `qjs --std -C -e <this script>`. Reads one JSON object on stdin (`code`, `stdin`,
+// Run as `qjs --std -C -e <this script>`, or pre-initialized (see the end). Reads one JSON object on stdin (`code`, `stdin`,
 // `files`), writes `files` under /tmp/work (the working directory, with an empty `out/`), runs
 // `code` as a global script and writes one JSON object on stdout: `stdout`, `stderr`,
 // `exit_code`, `result`, `files`.
@@ -592,5 +592,21 @@
     finish(0, value);
   }
 
-  main().catch((error) => fail(`code-exec.js driver error: ${describe(error)}`, 1));
+  function run() {
+    main().catch((error) => fail(`code-exec.js driver error: ${describe(error)}`, 1));
+  }
+
+  // Run plainly (`qjs … -e <driver>`), the driver makes its one call now. The artifact is
+  // QuickJS pre-initialized with the driver loaded (locara-upstream's `quickjs`): its init's
+  // argv ends with `__locara_main()`, so the driver only defines that, and each call of the
+  // snapshot evaluates it, with a `scriptArgs` emptied as a plain run's.
+  if (scriptArgs.at(-1) === "__locara_main()") {
+    globalThis.__locara_main = () => {
+      delete globalThis.__locara_main;
+      scriptArgs.length = 0;
+      run();
+    };
+  } else {
+    run();
+  }
 })();

@@ -6,6 +6,8 @@
 //!   model store (`locara models fetch`, `cargo xtask build-tools`, tests).
 //! - [`cpython`]: CPython's WASI module pre-initialized with a driver script loaded (the
 //!   `cpython` feature, on by default).
+//! - [`quickjs`]: QuickJS-ng's WASI module, stack-guarded and pre-initialized with a driver
+//!   script loaded (the `cpython` and `stack-guard` features together).
 //! - [`stack_guard`]: a check on every C-stack allocation added to a module whose shadow stack
 //!   has none, so that an overflow is the engine's stack-overflow trap (the `stack-guard`
 //!   feature, on by default).
@@ -20,6 +22,8 @@
 pub mod cpython;
 pub mod fetch;
 pub mod models;
+#[cfg(all(feature = "cpython", feature = "stack-guard"))]
+pub mod quickjs;
 #[cfg(feature = "stack-guard")]
 pub mod stack_guard;
 pub mod tool;

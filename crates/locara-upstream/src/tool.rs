@@ -53,6 +53,10 @@ const DERIVED_FORMAT: u32 = 2;
 use crate::cpython::SNAPSHOT_FORMAT;
 #[cfg(not(feature = "cpython"))]
 const SNAPSHOT_FORMAT: u32 = 0;
+#[cfg(all(feature = "cpython", feature = "stack-guard"))]
+use crate::quickjs::SNAPSHOT_FORMAT as QUICKJS_SNAPSHOT_FORMAT;
+#[cfg(not(all(feature = "cpython", feature = "stack-guard")))]
+const QUICKJS_SNAPSHOT_FORMAT: u32 = 0;
 
 /// Whether the template at `template` (JSON text) declares an `interpreter`.
 pub fn is_interpreter_template(template: &str) -> bool {
@@ -114,11 +118,12 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
         "preinitialized" | "stack_guarded" => {
             let key = crate::fetch::sha256_hex(
                 format!(
-                    "locara-upstream {} {} {}.{}\n{}\n{}\n{}",
+                    "locara-upstream {} {} {}.{}.{}\n{}\n{}\n{}",
                     env!("CARGO_PKG_VERSION"),
                     derivation,
                     DERIVED_FORMAT,
                     SNAPSHOT_FORMAT,
+                    QUICKJS_SNAPSHOT_FORMAT,
                     pin.sha256,
                     interpreter["argv"],
                     interpreter["driver"]
@@ -155,25 +160,36 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
     })
 }
 
-/// Derives a `preinitialized` module from its upstream module: the CPython build of
-/// `code-exec.python` is the one pre-initializer there is (see [`crate::cpython`]).
+/// Derives a `preinitialized` module from its upstream module, by the interpreter its `argv`
+/// names: `python` is the CPython build of `code-exec.python` (see [`crate::cpython`]), `qjs`
+/// the QuickJS-ng build of `code-exec.js`, which is stack-guarded too (see
+/// `crate::quickjs`).
 ///
 /// # Errors
 /// When no pre-initializer knows the upstream module, or pre-initialization fails.
 pub fn derive(upstream: &[u8], interpreter: &Value) -> Result<Vec<u8>, String> {
-    #[cfg(feature = "cpython")]
+    #[cfg(all(feature = "cpython", feature = "stack-guard"))]
     {
         use locara_sandbox::{BackendKind, Sandbox, SandboxConfig};
-        let driver = interpreter["driver"].as_str().unwrap_or_default();
         let sandbox =
             Sandbox::new(&SandboxConfig::new(BackendKind::Wasmtime)).map_err(|e| e.to_string())?;
-        crate::cpython::preinitialize(&sandbox, upstream, driver).map_err(|e| e.to_string())
+        match interpreter["argv"][0].as_str() {
+            Some("python") => {
+                let driver = interpreter["driver"].as_str().unwrap_or_default();
+                crate::cpython::preinitialize(&sandbox, upstream, driver).map_err(|e| e.to_string())
+            }
+            Some("qjs") => crate::quickjs::preinitialize(&sandbox, upstream, interpreter)
+                .map_err(|e| e.to_string()),
+            other => Err(format!(
+                "no pre-initializer knows the interpreter {other:?} (`argv[0]`): only `python` and `qjs`"
+            )),
+        }
     }
-    #[cfg(not(feature = "cpython"))]
+    #[cfg(not(all(feature = "cpython", feature = "stack-guard")))]
     {
         let _ = upstream;
         Err(format!(
-            "{} needs pre-initialization: build locara-upstream with its `cpython` feature",
+            "{} needs pre-initialization: build locara-upstream with its `cpython` and `stack-guard` features",
             interpreter["upstream"]["path"]
         ))
     }
