@@ -55,10 +55,10 @@
 use std::time::Duration;
 
 use locara_sandbox::{Capabilities, Limits, Sandbox};
-use wasm_encoder::{
-    CodeSection, ExportKind, ExportSection, Function, FunctionSection, MemArg, RawSection,
-};
+use wasm_encoder::{CodeSection, Function, MemArg};
 use wasmparser::{Operator, Parser, Payload, TypeRef, ValType};
+
+use crate::rewrite;
 
 /// The export the prepared module initializes with; the snapshot no longer has it.
 pub const INIT_EXPORT: &str = "locara.preinit";
@@ -101,13 +101,15 @@ pub struct CStack {
     pub previous: u32,
 }
 
-/// Why a module could not be pre-initialized.
+/// Why a module could not be pre-initialized (by this module or by `crate::quickjs`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PreinitError {
-    /// The module is not laid out like the CPython build this pre-initializer knows.
-    #[error("not a CPython WASI module this pre-initializer knows: {reason}")]
+    /// The module is not laid out like the build of `interpreter` the pre-initializer knows.
+    #[error("not a {interpreter} WASI module this pre-initializer knows: {reason}")]
     UnknownModule {
+        /// `CPython` or `QuickJS-ng`.
+        interpreter: &'static str,
         /// Which step did not match.
         reason: String,
     },
@@ -119,6 +121,7 @@ pub enum PreinitError {
 
 fn unknown(reason: impl Into<String>) -> PreinitError {
     PreinitError::UnknownModule {
+        interpreter: "CPython",
         reason: reason.into(),
     }
 }
@@ -429,44 +432,19 @@ fn rewrite(upstream: &[u8], layout: &Layout) -> Result<Vec<u8>, PreinitError> {
         match &payload {
             Payload::CustomSection(_) | Payload::CodeSectionEntry(_) => {}
             Payload::FunctionSection(reader) => {
-                let mut section = FunctionSection::new();
-                for ty in reader.clone() {
-                    section.function(ty.map_err(parse_error)?);
-                }
-                section.function(layout.start_type);
-                module.section(&section);
+                module.section(
+                    &rewrite::functions_with(reader, &[layout.start_type]).map_err(parse_error)?,
+                );
             }
             Payload::ExportSection(reader) => {
-                let mut section = ExportSection::new();
-                for export in reader.clone() {
-                    let export = export.map_err(parse_error)?;
-                    if export.name == "_start" {
-                        continue;
-                    }
-                    let kind = match export.kind {
-                        wasmparser::ExternalKind::Func | wasmparser::ExternalKind::FuncExact => {
-                            ExportKind::Func
-                        }
-                        wasmparser::ExternalKind::Table => ExportKind::Table,
-                        wasmparser::ExternalKind::Memory => ExportKind::Memory,
-                        wasmparser::ExternalKind::Global => ExportKind::Global,
-                        wasmparser::ExternalKind::Tag => ExportKind::Tag,
-                    };
-                    section.export(export.name, kind, export.index);
-                }
-                section.export("_start", ExportKind::Func, new_function);
-                section.export(INIT_EXPORT, ExportKind::Func, layout.start);
-                module.section(&section);
+                module.section(
+                    &rewrite::exports_with_entry(reader, new_function, (INIT_EXPORT, layout.start))
+                        .map_err(parse_error)?,
+                );
             }
             Payload::CodeSectionStart { range, .. } => {
-                let reader = wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(
-                    &upstream[range.clone()],
-                    range.start,
-                ))
-                .map_err(parse_error)?;
                 let mut section = CodeSection::new();
-                for body in reader {
-                    let body = body.map_err(parse_error)?;
+                for body in rewrite::bodies(upstream, range.clone()).map_err(parse_error)? {
                     let bytes = &upstream[body.range()];
                     if body.range().contains(&layout.return_at) {
                         let at = layout.return_at - body.range().start;
@@ -482,14 +460,7 @@ fn rewrite(upstream: &[u8], layout: &Layout) -> Result<Vec<u8>, PreinitError> {
                 section.function(&new_start(layout));
                 module.section(&section);
             }
-            other => {
-                if let Some((id, range)) = other.as_section() {
-                    module.section(&RawSection {
-                        id,
-                        data: &upstream[range],
-                    });
-                }
-            }
+            other => rewrite::copy_section(&mut module, other, upstream),
         }
     }
     Ok(module.finish())
@@ -699,14 +670,7 @@ fn set_stack_pointer(module: &[u8], value: u32) -> Result<Vec<u8>, PreinitError>
                     data: reader.data().into(),
                 });
             }
-            other => {
-                if let Some((id, range)) = other.as_section() {
-                    out.section(&RawSection {
-                        id,
-                        data: &module[range],
-                    });
-                }
-            }
+            other => rewrite::copy_section(&mut out, other, module),
         }
     }
     Ok(out.finish())

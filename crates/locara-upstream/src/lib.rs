@@ -24,6 +24,8 @@ pub mod fetch;
 pub mod models;
 #[cfg(all(feature = "cpython", feature = "stack-guard"))]
 pub mod quickjs;
+#[cfg(any(feature = "cpython", feature = "stack-guard"))]
+mod rewrite;
 #[cfg(feature = "stack-guard")]
 pub mod stack_guard;
 pub mod tool;

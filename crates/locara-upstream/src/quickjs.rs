@@ -42,12 +42,12 @@
 
 use locara_sandbox::{Capabilities, Limits, Sandbox};
 use serde_json::Value;
-use wasm_encoder::{
-    CodeSection, Encode, ExportKind, ExportSection, Function, FunctionSection, MemArg, RawSection,
-};
+use wasm_encoder::{CodeSection, Encode, Function, MemArg, RawSection};
 use wasmparser::{Operator, Parser, Payload, TypeRef, ValType};
 
-pub use crate::cpython::INIT_EXPORT;
+use crate::rewrite;
+
+pub use crate::cpython::{INIT_EXPORT, PreinitError};
 
 /// What each run of the snapshot evaluates: the driver's entry point. It is the last argument
 /// of the init's argv, so that it lies in the snapshot's memory as a C string.
@@ -57,24 +57,9 @@ pub const MAIN_CALL: &str = "__locara_main()";
 /// of snapshots must key on it.
 pub const SNAPSHOT_FORMAT: u32 = 1;
 
-/// Why a module could not be pre-initialized.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PreinitError {
-    /// The module is not laid out like the QuickJS-ng build this pre-initializer knows.
-    #[error("not a QuickJS-ng WASI module this pre-initializer knows: {reason}")]
-    UnknownModule {
-        /// Which step did not match.
-        reason: String,
-    },
-    /// The sandbox could not pre-initialize the prepared module (the driver failed at load
-    /// time, a limit, an invalid module).
-    #[error(transparent)]
-    Sandbox(#[from] locara_sandbox::Error),
-}
-
 fn unknown(reason: impl Into<String>) -> PreinitError {
     PreinitError::UnknownModule {
+        interpreter: "QuickJS-ng",
         reason: reason.into(),
     }
 }
@@ -548,19 +533,16 @@ fn rewrite(upstream: &[u8], layout: &Layout, main_arg: usize) -> Result<Vec<u8>,
         match &payload {
             Payload::CustomSection(_) | Payload::CodeSectionEntry(_) => {}
             Payload::FunctionSection(reader) => {
-                let mut section = FunctionSection::new();
-                for ty in reader.clone() {
-                    section.function(ty.map_err(parse_error)?);
-                }
-                section.function(type_index(layout.std_loop));
-                for free in layout.frees {
-                    section.function(type_index(free));
-                }
-                section.function(type_index(layout.main));
-                section.function(type_index(layout.main_void));
-                section.function(layout.start_type);
-                section.function(layout.start_type);
-                out.section(&section);
+                // In the order of `Added`.
+                let mut added = vec![type_index(layout.std_loop)];
+                added.extend(layout.frees.map(type_index));
+                added.extend([
+                    type_index(layout.main),
+                    type_index(layout.main_void),
+                    layout.start_type,
+                    layout.start_type,
+                ]);
+                out.section(&rewrite::functions_with(reader, &added).map_err(parse_error)?);
             }
             Payload::GlobalSection(reader) => {
                 // The entries as they are, then two `(mut i32) (i32.const 0)`: the context
@@ -577,36 +559,15 @@ fn rewrite(upstream: &[u8], layout: &Layout, main_arg: usize) -> Result<Vec<u8>,
                 out.section(&RawSection { id: 6, data: &data });
             }
             Payload::ExportSection(reader) => {
-                let mut section = ExportSection::new();
-                for export in reader.clone() {
-                    let export = export.map_err(parse_error)?;
-                    if export.name == "_start" {
-                        continue;
-                    }
-                    let kind = match export.kind {
-                        wasmparser::ExternalKind::Func | wasmparser::ExternalKind::FuncExact => {
-                            ExportKind::Func
-                        }
-                        wasmparser::ExternalKind::Table => ExportKind::Table,
-                        wasmparser::ExternalKind::Memory => ExportKind::Memory,
-                        wasmparser::ExternalKind::Global => ExportKind::Global,
-                        wasmparser::ExternalKind::Tag => ExportKind::Tag,
-                    };
-                    section.export(export.name, kind, export.index);
-                }
-                section.export("_start", ExportKind::Func, added.start);
-                section.export(INIT_EXPORT, ExportKind::Func, added.init);
-                out.section(&section);
+                out.section(
+                    &rewrite::exports_with_entry(reader, added.start, (INIT_EXPORT, added.init))
+                        .map_err(parse_error)?,
+                );
             }
             Payload::CodeSectionStart { range, .. } => {
-                let reader = wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(
-                    &upstream[range.clone()],
-                    range.start,
-                ))
-                .map_err(parse_error)?;
                 let mut section = CodeSection::new();
-                for body in reader {
-                    section.raw(&upstream[body.map_err(parse_error)?.range()]);
+                for body in rewrite::bodies(upstream, range.clone()).map_err(parse_error)? {
+                    section.raw(&upstream[body.range()]);
                 }
                 // save_ctx(ctx) -> 0
                 let mut save = Function::new([]);
@@ -636,14 +597,7 @@ fn rewrite(upstream: &[u8], layout: &Layout, main_arg: usize) -> Result<Vec<u8>,
                 section.function(&new_start(layout, &added, main_arg));
                 out.section(&section);
             }
-            other => {
-                if let Some((id, range)) = other.as_section() {
-                    out.section(&RawSection {
-                        id,
-                        data: &upstream[range],
-                    });
-                }
-            }
+            other => rewrite::copy_section(&mut out, other, upstream),
         }
     }
     Ok(out.finish())
@@ -663,14 +617,7 @@ mod tests {
     /// wants context 1000 not freed (the free functions poison it), so a run exits 0 only if
     /// the init saved the context, freed nothing, and `_start` reseeded and passed the main
     /// call. `random` is `js_math_random`'s body: the state's loads and stores.
-    fn fake_qjs(random: &str, names: bool) -> Vec<u8> {
-        let name = |n: &str| {
-            if names {
-                format!("${n}")
-            } else {
-                String::new()
-            }
-        };
+    fn fake_qjs(random: &str) -> Vec<u8> {
         let text = format!(
             r#"(module
               (import "wasi_snapshot_preview1" "args_sizes_get" (func $args_sizes_get (param i32 i32) (result i32)))
@@ -678,68 +625,59 @@ mod tests {
               (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
               (memory (export "memory") 2)
               (global $sp (mut i32) (i32.const 66560))
-              (func {ctors})
-              (func {strlen} (param i32) (result i32) (local i32)
+              (func $__wasm_call_ctors)
+              (func $strlen (param i32) (result i32) (local i32)
                 (block (loop
                   (br_if 1 (i32.eqz (i32.load8_u (i32.add (local.get 0) (local.get 1)))))
                   (local.set 1 (i32.add (local.get 1) (i32.const 1)))
                   (br 0)))
                 (local.get 1))
-              (func {eval_buf} (param i32 i32 i32 i32 i32) (result i32)
+              (func $eval_buf (param i32 i32 i32 i32 i32) (result i32)
                 (if (i64.eqz (i64.load offset=264 (local.get 0))) (then (return (i32.const 0))))
                 (i32.or
                   (i64.ne (i64.load offset=264 (local.get 0)) (i64.const 42))
                   (i32.or
                     (i32.ne (local.get 2) (i32.const 15))
                     (i32.ne (i32.load8_u (local.get 1)) (i32.const 95)))))
-              (func {std_loop} (param i32) (result i32)
+              (func $js_std_loop (param i32) (result i32)
                 (i32.or (i32.ne (local.get 0) (i32.const 1000)) (i32.load (i32.const 1000))))
-              (func {dump_error} (param i32))
-              (func {exit} (param i32) (call $proc_exit (local.get 0)))
-              (func {free_handlers} (param i32) (i32.store (i32.const 1000) (i32.const 7)))
-              (func {free_context} (param i32) (i32.store (i32.const 1000) (i32.const 7)))
-              (func {free_runtime} (param i32) (i32.store (i32.const 1000) (i32.const 7)))
-              (func {clock} (result i64) (i64.const 42))
-              (func {math_random} (param i32 i64 i32 i32) (result i64) (local i64) {random})
-              (func {main} (param i32 i32) (result i32)
-                (if (call {eval_buf_ref} (i32.const 1000) (i32.load offset=16 (local.get 1))
+              (func $js_std_dump_error (param i32))
+              (func $exit (param i32) (call $proc_exit (local.get 0)))
+              (func $js_std_free_handlers (param i32) (i32.store (i32.const 1000) (i32.const 7)))
+              (func $JS_FreeContext (param i32) (i32.store (i32.const 1000) (i32.const 7)))
+              (func $JS_FreeRuntime (param i32) (i32.store (i32.const 1000) (i32.const 7)))
+              (func $js__gettimeofday_us (result i64) (i64.const 42))
+              (func $js_math_random (param i32 i64 i32 i32) (result i64) (local i64) {random})
+              (func $main (param i32 i32) (result i32)
+                (if (call $eval_buf (i32.const 1000) (i32.load offset=16 (local.get 1))
                       (i32.const 1) (i32.const 0) (i32.const 0))
                   (then (return (i32.const 1))))
-                (drop (call {std_loop_ref} (i32.const 1000)))
-                (call {free_handlers_ref} (i32.const 1000))
-                (call {free_context_ref} (i32.const 1000))
-                (call {free_runtime_ref} (i32.const 1000))
+                (drop (call $js_std_loop (i32.const 1000)))
+                (call $js_std_free_handlers (i32.const 1000))
+                (call $JS_FreeContext (i32.const 1000))
+                (call $JS_FreeRuntime (i32.const 1000))
                 (i32.const 0))
-              (func {main_void} (result i32)
+              (func $__main_void (result i32)
                 (drop (call $args_sizes_get (i32.const 0) (i32.const 4)))
                 (drop (call $args_get (i32.const 2048) (i32.const 4096)))
-                (call {main_ref} (i32.load (i32.const 0)) (i32.const 2048)))
+                (call $main (i32.load (i32.const 0)) (i32.const 2048)))
               (func (export "_start")
-                (call {ctors_ref})
-                (if (call {main_void_ref}) (then unreachable))))"#,
-            ctors = name("__wasm_call_ctors"),
-            ctors_ref = if names { "$__wasm_call_ctors" } else { "0" },
-            strlen = name("strlen"),
-            eval_buf = name("eval_buf"),
-            eval_buf_ref = if names { "$eval_buf" } else { "5" },
-            std_loop = name("js_std_loop"),
-            std_loop_ref = if names { "$js_std_loop" } else { "6" },
-            dump_error = name("js_std_dump_error"),
-            exit = name("exit"),
-            free_handlers = name("js_std_free_handlers"),
-            free_handlers_ref = if names { "$js_std_free_handlers" } else { "9" },
-            free_context = name("JS_FreeContext"),
-            free_context_ref = if names { "$JS_FreeContext" } else { "10" },
-            free_runtime = name("JS_FreeRuntime"),
-            free_runtime_ref = if names { "$JS_FreeRuntime" } else { "11" },
-            clock = name("js__gettimeofday_us"),
-            math_random = name("js_math_random"),
-            main = name("main"),
-            main_ref = if names { "$main" } else { "14" },
-            main_void = name("__main_void"),
-            main_void_ref = if names { "$__main_void" } else { "15" },
+                (call $__wasm_call_ctors)
+                (if (call $__main_void) (then unreachable))))"#
         );
         wat::parse_str(text).unwrap()
+    }
+
+    /// `module` without its custom sections (the name section among them).
+    fn without_names(module: &[u8]) -> Vec<u8> {
+        let mut out = wasm_encoder::Module::new();
+        for payload in Parser::new(0).parse_all(module) {
+            let payload = payload.unwrap();
+            if !matches!(payload, Payload::CustomSection(_)) {
+                rewrite::copy_section(&mut out, &payload, module);
+            }
+        }
+        out.finish()
     }
 
     const RANDOM: &str = "(local.set 4 (i64.load offset=264 (local.get 0)))
@@ -753,7 +691,7 @@ mod tests {
     #[test]
     fn the_snapshot_runs_the_main_call_in_the_saved_context_reseeded() {
         let sandbox = Sandbox::new(&SandboxConfig::new(BackendKind::Wasmtime)).unwrap();
-        let snapshot = preinitialize(&sandbox, &fake_qjs(RANDOM, true), &interpreter()).unwrap();
+        let snapshot = preinitialize(&sandbox, &fake_qjs(RANDOM), &interpreter()).unwrap();
         for kind in [BackendKind::Wasmtime, BackendKind::Wasmi] {
             let sandbox = Sandbox::new(&SandboxConfig::new(kind)).unwrap();
             let outcome = sandbox
@@ -768,21 +706,16 @@ mod tests {
     #[test]
     fn other_modules_are_refused() {
         let refused = |wasm: &[u8]| prepare(wasm, 5).unwrap_err().to_string();
-        // Its imports are named, its functions are not.
+        let unnamed = without_names(&fake_qjs(RANDOM));
         assert!(
-            refused(&fake_qjs(RANDOM, false)).contains("no function named `main`"),
+            refused(&unnamed).contains("no function names"),
             "{}",
-            refused(&fake_qjs(RANDOM, false))
+            refused(&unnamed)
         );
-        let unnamed = wat::parse_str(
-            r#"(module (memory 1) (global (mut i32) (i32.const 0)) (func (export "_start")))"#,
-        )
-        .unwrap();
-        assert!(refused(&unnamed).contains("no function names"));
         let other_offset = "(local.set 4 (i64.load offset=264 (local.get 0)))
             (i64.store offset=272 (local.get 0) (local.get 4))
             (local.get 4)";
-        assert!(refused(&fake_qjs(other_offset, true)).contains("one offset of its context"));
+        assert!(refused(&fake_qjs(other_offset)).contains("one offset of its context"));
         let no_main = wat::parse_str(
             r#"(module (memory 1) (global (mut i32) (i32.const 0))
                 (func $x) (func $_start (export "_start") (call $x)))"#,
@@ -793,7 +726,7 @@ mod tests {
             "{}",
             refused(&no_main)
         );
-        let python = wat::parse_str(r#"(module (func (export "_start")))"#).unwrap();
-        assert!(refused(&python).contains("no globals"));
+        let no_globals = wat::parse_str(r#"(module (func (export "_start")))"#).unwrap();
+        assert!(refused(&no_globals).contains("no globals"));
     }
 }

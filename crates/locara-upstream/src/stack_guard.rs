@@ -21,7 +21,7 @@
 //! initial stack pointer (the heap starts there). A module with the stack first (below its
 //! data, as Rust's linker places it) is refused: its overflow already traps, below address 0.
 
-use wasm_encoder::{CodeSection, Encode, FunctionSection, RawSection};
+use wasm_encoder::{CodeSection, Encode, RawSection};
 use wasmparser::{Operator, Parser, Payload, TypeRef, ValType};
 
 /// `wasm-ld`'s default stack size (`-z stack-size`), the size of QuickJS's stack.
@@ -225,22 +225,14 @@ pub fn guard(module: &[u8], stack_size: u32) -> Result<Vec<u8>, StackGuardError>
                 saw_types = true;
             }
             Payload::FunctionSection(reader) => {
-                let mut section = FunctionSection::new();
-                for ty in reader.clone() {
-                    section.function(ty.map_err(parse_error)?);
-                }
-                section.function(void_type);
-                out.section(&section);
+                out.section(
+                    &crate::rewrite::functions_with(reader, &[void_type]).map_err(parse_error)?,
+                );
             }
             Payload::CodeSectionStart { range, .. } => {
-                let reader = wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(
-                    &module[range.clone()],
-                    range.start,
-                ))
-                .map_err(parse_error)?;
+                let bodies = crate::rewrite::bodies(module, range.clone()).map_err(parse_error)?;
                 let mut section = CodeSection::new();
-                for (index, body) in reader.into_iter().enumerate() {
-                    let body = body.map_err(parse_error)?;
+                for (index, body) in bodies.into_iter().enumerate() {
                     let func = imported + index as u32;
                     let params = func_types
                         .get(func as usize)
@@ -255,14 +247,7 @@ pub fn guard(module: &[u8], stack_size: u32) -> Result<Vec<u8>, StackGuardError>
                 section.raw(&body);
                 out.section(&section);
             }
-            other => {
-                if let Some((id, range)) = other.as_section() {
-                    out.section(&RawSection {
-                        id,
-                        data: &module[range],
-                    });
-                }
-            }
+            other => crate::rewrite::copy_section(&mut out, other, module),
         }
     }
     if !saw_types {
