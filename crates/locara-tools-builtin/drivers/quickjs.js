@@ -1,9 +1,9 @@
 // The driver of `code-exec.js`: QuickJS-ng speaking the tool ABI (docs/code-exec.md).
 //
-// Run as `qjs --std -C -e <this script>`, or pre-initialized (see the end). Reads one JSON object on stdin (`code`, `stdin`,
-// `files`), writes `files` under /tmp/work (the working directory, with an empty `out/`), runs
-// `code` as a global script and writes one JSON object on stdout: `stdout`, `stderr`,
-// `exit_code`, `result`, `files`.
+// Run as `qjs --std -C -e <this script>`, or pre-initialized (see the end). Reads one JSON
+// object on stdin (`code`, `stdin`, `files`), writes `files` under /tmp/work (the working
+// directory, with an empty `out/`), runs `code` as a global script and writes one JSON object
+// on stdout: `stdout`, `stderr`, `exit_code`, `result`, `files`.
 //
 // - stdout is streamed: `{"stdout":"` is written first, then every print, JSON-escaped, through
 //   libc's small stdout buffer, so a print flood reaches the host's output limit instead of
