@@ -122,7 +122,7 @@ pub fn preinitialize(
 }
 
 /// The functions [`prepare`] uses, found by name.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Layout {
     /// `_start`'s type (`[] -> []`).
     start_type: u32,
@@ -233,6 +233,14 @@ impl<'a> Module<'a> {
             .and_then(|i| self.bodies.get(i as usize))
     }
 
+    /// The function named `name`, defined or imported.
+    fn function_index(&self, name: &str) -> Result<u32, PreinitError> {
+        self.names
+            .get(name)
+            .copied()
+            .ok_or_else(|| unknown(format!("no function named `{name}`")))
+    }
+
     /// The defined function named `name`, checked to be `params -> results`.
     fn function(
         &self,
@@ -240,10 +248,7 @@ impl<'a> Module<'a> {
         params: &[ValType],
         results: &[ValType],
     ) -> Result<u32, PreinitError> {
-        let index = *self
-            .names
-            .get(name)
-            .ok_or_else(|| unknown(format!("no function named `{name}`")))?;
+        let index = self.function_index(name)?;
         self.body_of(index)
             .ok_or_else(|| unknown(format!("`{name}` is imported")))?;
         self.check_type(name, index, params, results)?;
@@ -283,9 +288,8 @@ impl<'a> Module<'a> {
     }
 }
 
-fn analyze(upstream: &[u8]) -> Result<Layout, PreinitError> {
+fn analyze(module: &Module<'_>) -> Result<Layout, PreinitError> {
     use ValType::I32;
-    let module = read(upstream)?;
     if module.globals == 0 {
         return Err(unknown("it has no globals (a stack pointer)"));
     }
@@ -312,7 +316,7 @@ fn analyze(upstream: &[u8]) -> Result<Layout, PreinitError> {
             module.function("JS_FreeContext", &[I32], &[])?,
             module.function("JS_FreeRuntime", &[I32], &[])?,
         ],
-        random_state: random_state_offset(&module)?,
+        random_state: random_state_offset(module)?,
         functions: u32::try_from(module.func_types.len())
             .map_err(|_| unknown("too many functions"))?,
         globals: module.globals,
@@ -327,15 +331,6 @@ fn analyze(upstream: &[u8]) -> Result<Layout, PreinitError> {
         return Err(unknown("`__main_void` does not call `main` exactly once"));
     }
     Ok(layout)
-}
-
-impl Module<'_> {
-    fn function_index(&self, name: &str) -> Result<u32, PreinitError> {
-        self.names
-            .get(name)
-            .copied()
-            .ok_or_else(|| unknown(format!("no function named `{name}`")))
-    }
 }
 
 /// The offset of `random_state` in a `JSContext`: `js_math_random(ctx, …)` loads its state with
@@ -374,8 +369,9 @@ fn random_state_offset(module: &Module<'_>) -> Result<u64, PreinitError> {
 /// # Errors
 /// [`PreinitError::UnknownModule`] when a function is missing or not as expected.
 pub fn prepare(upstream: &[u8], main_arg: usize) -> Result<Vec<u8>, PreinitError> {
-    let layout = analyze(upstream)?;
-    rewrite(upstream, &layout, main_arg)
+    let module = read(upstream)?;
+    let layout = analyze(&module)?;
+    rewrite(upstream, &module, &layout, main_arg)
 }
 
 /// The indices of the functions and globals [`rewrite`] appends, in order.
@@ -502,9 +498,13 @@ fn new_start(layout: &Layout, added: &Added, main_arg: usize) -> Function {
     function
 }
 
-fn rewrite(upstream: &[u8], layout: &Layout, main_arg: usize) -> Result<Vec<u8>, PreinitError> {
+fn rewrite(
+    upstream: &[u8],
+    module: &Module<'_>,
+    layout: &Layout,
+    main_arg: usize,
+) -> Result<Vec<u8>, PreinitError> {
     let added = Added::of(layout);
-    let module = read(upstream)?;
     let main_body = module
         .body_of(layout.main)
         .ok_or_else(|| unknown("`main` is imported"))?;
