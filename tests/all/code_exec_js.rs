@@ -119,6 +119,18 @@ async fn arithmetic_strings_and_the_last_value() {
             (out["stdout"].as_str(), out["result"].as_str()),
             (Some("got 5\n"), Some("10"))
         );
+        // Work left in the microtask queue when the code ends runs to its end before the
+        // output is written (the driver waits for the loop's next turn, not for a timer), and
+        // a timer set from there still fires.
+        let out = output(
+            locara,
+            json!({"code": "(async () => { for (let i = 0; i < 100; i++) await null; print('chain'); setTimeout(() => print('timer'), 1); })();\nPromise.resolve().then(() => print('microtask'));\n'sync'"}),
+        )
+        .await;
+        assert_eq!(
+            (out["stdout"].as_str(), out["result"].as_str()),
+            (Some("microtask\nchain\ntimer\n"), Some("\"sync\""))
+        );
         // print and console: strings as they are, arrays and plain objects as JSON.
         let out = output(
             locara,

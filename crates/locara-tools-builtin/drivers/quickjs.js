@@ -374,10 +374,21 @@
       settled();
     }
   }
+  // Resolves on the event loop's next turn, once every microtask has run. Not a timer:
+  // QuickJS-ng makes every timer wait at least 1 ms, which was most of a short program's call.
+  // A write handler on stdout runs at once (the sandbox's descriptors are always ready).
+  function nextTurn() {
+    return new Promise((resolve) =>
+      realOs.setWriteHandler(1, () => {
+        realOs.setWriteHandler(1, null);
+        resolve();
+      }),
+    );
+  }
   // Resolves after every microtask has run and no timer is left.
   async function quiet() {
     for (;;) {
-      await new Promise((resolve) => realOs.setTimeout(resolve, 0));
+      await nextTurn();
       if (!timers.size) return;
       await new Promise((resolve) => (whenIdle = resolve));
     }
