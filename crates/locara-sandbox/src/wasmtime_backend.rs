@@ -34,6 +34,13 @@ pub(crate) const TICK: Duration = Duration::from_millis(10);
 const POOL_MEMORY_BYTES: usize = 1 << 30;
 /// How much of each pooled memory stays mapped between calls.
 const KEEP_RESIDENT_BYTES: usize = 16 << 20;
+/// The native stack wasm code may use (Wasmtime's default is 512 KiB). An optimized
+/// interpreter's main loop is one wasm function with thousands of locals, whose native frame
+/// is large: code-exec.python's CPython, recursing through C (`__getattr__`, `map`, `yield
+/// from`), ran out of 512 KiB before its own limit of 1000 levels raised `RecursionError`.
+const MAX_WASM_STACK: usize = 4 << 20;
+/// Each call's fiber stack: the wasm stack and room for the host functions it calls.
+const ASYNC_STACK: usize = MAX_WASM_STACK + (1 << 20);
 
 pub(crate) struct StoreData {
     pub(crate) wasi: WasiCtx,
@@ -93,7 +100,10 @@ pub(crate) fn engine_error(error: impl std::fmt::Display) -> Error {
 impl WasmtimeBackend {
     pub(crate) fn new(config: &SandboxConfig) -> Result<WasmtimeBackend, Error> {
         let mut wt = Config::new();
-        wt.consume_fuel(true).epoch_interruption(true);
+        wt.consume_fuel(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(MAX_WASM_STACK)
+            .async_stack_size(ASYNC_STACK);
         if config.pooling {
             let n = config.max_concurrent_instances.max(1);
             let mut pool = PoolingAllocationConfig::default();
