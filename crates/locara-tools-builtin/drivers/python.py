@@ -21,14 +21,14 @@ into the captured streams, in order with `print`. Only a lower-level write (`io.
 then refuses as invalid output unless they happen to be valid in a JSON string.
 
 The build runs it as `python -c <this file> --locara-preinit` (locara-upstream's `cpython`
-module): it copies the standard library into memory (`_keep_stdlib`), defines
-`__locara_main`, imports the commonly used standard modules (re, math, datetime, decimal,
-collections, ...) and runs one warm-up; the build snapshots the interpreter at that point, and
-each call of the snapshot runs `__locara_main()`. (Without the flag it runs one call and exits,
-as a plain `python -c` would.) Everything the snapshot froze that must differ between calls is reset at
-the start of a call: `random` is reseeded from the host's entropy. The string hash seed cannot
-be: it is fixed when the snapshot is built, so the iteration order of a set of strings is the
-same in every call (as with a fixed PYTHONHASHSEED).
+module): it copies the standard library into memory (`_keep_stdlib`), defines `__locara_main`,
+imports the commonly used standard modules (re, math, datetime, decimal, collections, ...) and
+runs one warm-up; the build snapshots the interpreter at that point, and each call of the
+snapshot runs `__locara_main()`. (Without the flag it runs one call and exits, as a plain
+`python -c` would.) Everything the snapshot froze that must differ between calls is reset at the
+start of a call: `random` is reseeded from the host's entropy. The string hash seed cannot be:
+it is fixed when the snapshot is built, so the iteration order of a set of strings is the same
+in every call (as with a fixed PYTHONHASHSEED).
 """
 
 # Only what every call needs; the rest is imported where it is used (what the snapshot did

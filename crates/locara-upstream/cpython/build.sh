@@ -6,8 +6,9 @@
 # amalgamation). Writes OUT/python.wasm (a reactor: `locara.preinit` and `_start`, see
 # locara_main.c) and OUT/python311.zip (the standard library, see stdlib_zip.py).
 #
-# Needs Debian's clang, lld, wasi-libc, libclang-rt-14-dev-wasm32 and make (.ci/test-deps), and
-# a Python 3.11 (bookworm's python3) to drive the build and compile the standard library.
+# Needs Debian's clang, lld, llvm-14 (llvm-ar), wasi-libc, libclang-rt-14-dev-wasm32 and make
+# (.ci/test-deps), and a Python 3.11 (bookworm's python3) to drive the build and compile the
+# standard library.
 # CPython is compiled as its own build compiles it (-O3); its configure checks are fed from
 # Tools/wasm/config.site-wasm32-wasi, plus the modules it must not look for on the host.
 set -euo pipefail
@@ -20,10 +21,14 @@ python=${PYTHON_FOR_BUILD:-$(command -v python3.11 || command -v python3)}
 }
 python=$(command -v "$python")
 cc="clang --target=wasm32-wasi"
-# The archiver of the same LLVM (clang-14 depends on llvm-14; the unversioned names are in
-# Debian's `llvm`, which is not installed).
+# The archiver of the same LLVM (in llvm-14, which clang-14 only recommends; the unversioned
+# names are in Debian's `llvm`).
 ar=$(clang -print-prog-name=llvm-ar)
 ranlib=$(clang -print-prog-name=llvm-ranlib)
+command -v "$ar" > /dev/null || {
+    echo "build.sh: no llvm-ar beside clang (Debian's llvm-14 package)" >&2
+    exit 1
+}
 jobs=$(nproc)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -67,7 +72,8 @@ cd "$src/build"
 CONFIG_SITE=$PWD/config.site PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= \
     CC="$cc" CPP="$cc -E" AR="$ar" RANLIB="$ranlib" \
     ZLIB_CFLAGS="-I$deps/include" ZLIB_LIBS="-L$deps/lib -lz" \
-    LIBSQLITE3_CFLAGS="-I$deps/include" LIBSQLITE3_LIBS="-L$deps/lib -lsqlite3 -lwasi-emulated-mman" \
+    LIBSQLITE3_CFLAGS="-I$deps/include" \
+    LIBSQLITE3_LIBS="-L$deps/lib -lsqlite3 -lwasi-emulated-mman" \
     ../configure -q -C --host=wasm32-unknown-wasi --build="$(uname -m)-pc-linux-gnu" \
     --with-build-python="$python" --disable-test-modules
 for m in zlib _sqlite3; do

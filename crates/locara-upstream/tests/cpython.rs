@@ -3,7 +3,7 @@
 //!
 //! The module is built from the sources the tool's manifest pins (Debian's CPython and zlib,
 //! SQLite from crates.io), once per machine, into the user's blob cache: the first run takes
-//! about 10 minutes.
+//! about 4 minutes.
 //!
 //! `cargo test --release -p locara-upstream --test cpython -- --ignored --nocapture latency`
 //! prints the latency figures.
