@@ -16,8 +16,8 @@
 //! run of that module (creating its memory image) and a second one (warm, the sandbox alone).
 //! Where the system temp dir is on a disk and `/dev/shm` is a tmpfs, Python's warm calls are
 //! also timed with each call's temp dir there (`LocaraConfig::with_temp_root`, the CLI's
-//! `--temp-dir`): a Python call makes and removes three directories, which a journaling disk
-//! file system charges for.
+//! `--temp-dir`): a Python call makes three directories, which a journaling disk file system
+//! charges for (their removal is the facade's cleaner thread's, off the call's path).
 //! Last, the targets, from this run: Python cold ≤ 20 ms and warm ≤ 1 ms, JavaScript
 //! and Lua cold ≤ 10 ms, judged on wall time, each with the p50 of the process's CPU time over
 //! the same calls (`/proc/self/task/*/schedstat`): on a machine shared with other work, wall

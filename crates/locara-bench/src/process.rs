@@ -4,6 +4,9 @@
 
 use std::{fmt::Write as _, io, path::Path};
 
+/// How long [`ProcessSample::take`] waits for the temp root to empty.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The process at one point of a load run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessSample {
@@ -27,9 +30,18 @@ pub struct ProcessSample {
 impl ProcessSample {
     /// Samples this process after `calls` calls, counting the entries of `temp_root`.
     ///
+    /// Call it with no call in flight. A finished call's temp dir may still be in the
+    /// sandbox's cleaner queue (`LocaraConfig::background_temp_removal`), so the sample is
+    /// taken once `temp_root` is empty, or after 2 s if it never empties: a temp dir
+    /// still there then was left behind, and the fds the cleaner held are closed.
+    ///
     /// # Errors
     /// When `/proc/self` or `temp_root` cannot be read, or `/proc/self/status` lacks a field.
     pub fn take(calls: usize, temp_root: &Path) -> io::Result<ProcessSample> {
+        let settling = std::time::Instant::now();
+        while std::fs::read_dir(temp_root)?.next().is_some() && settling.elapsed() < SETTLE {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let status = std::fs::read_to_string("/proc/self/status")?;
         let field = |name: &str| {
             status_field(&status, name).ok_or_else(|| {

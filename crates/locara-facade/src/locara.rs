@@ -46,6 +46,11 @@ pub struct LocaraConfig {
     pub output_cap_bytes: usize,
     /// Where per-call temp dirs are made. By default the system temp dir.
     pub temp_root: Option<PathBuf>,
+    /// Whether a finished call's temp dir is removed by a cleaner thread, so that the call
+    /// returns without waiting for the disk
+    /// ([`SandboxConfig::remove_temp_dirs_in_background`]). By default `true`; dropping the
+    /// `Locara` waits until every temp dir is removed.
+    pub background_temp_removal: bool,
     /// Where compiled modules are cached. By default `<home>/cache/compiled`. Entries are keyed
     /// by the module's hash and the engine's configuration and checksummed, so homes may share
     /// one directory (tests do, so that a large interpreter is compiled once).
@@ -88,6 +93,7 @@ impl LocaraConfig {
             grants: Grants::new().with_max_safety_tier(SafetyTier::SideEffecting),
             output_cap_bytes: 1 << 20,
             temp_root: None,
+            background_temp_removal: true,
             compiled_cache: None,
             approver: None,
             receipt_key: None,
@@ -217,6 +223,12 @@ impl LocaraConfig {
     /// Sets where per-call temp dirs are made.
     pub fn with_temp_root(mut self, dir: impl Into<PathBuf>) -> LocaraConfig {
         self.temp_root = Some(dir.into());
+        self
+    }
+
+    /// Sets whether finished calls' temp dirs are removed in the background.
+    pub fn with_background_temp_removal(mut self, enable: bool) -> LocaraConfig {
+        self.background_temp_removal = enable;
         self
     }
 
@@ -543,6 +555,7 @@ impl Locara {
         if let Some(temp_root) = &config.temp_root {
             sandbox_config.temp_root(temp_root);
         }
+        sandbox_config.remove_temp_dirs_in_background(config.background_temp_removal);
         let sandbox = Sandbox::new(&sandbox_config).map_err(locara_exec::ExecError::from)?;
         let resolver = Arc::new(AppResolver {
             registry,

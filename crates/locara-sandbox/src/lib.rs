@@ -56,6 +56,7 @@ mod run;
 mod services;
 #[cfg(feature = "wasmi")]
 mod start_export;
+mod temp;
 mod wasi;
 #[cfg(feature = "wasmi")]
 mod wasmi_backend;

@@ -30,6 +30,7 @@ use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 use crate::{
     CancelToken, Capabilities, EnforcedLimits, Enforcement, Error, Limits, RunStatus, Sandbox,
     run::{self, EngineEnd, MemoryLimiter},
+    temp::TempDirs,
     wasmtime_backend::{
         Calls, StoreData, TICK, check_module_interface, end_of, engine_error, linker,
     },
@@ -84,7 +85,13 @@ impl Sandbox {
         let linker = linker(&engine, Calls::Sync)?;
 
         let cancel = CancelToken::new();
-        let (wasi, call) = run::prepare(b"", limits, caps, &std::env::temp_dir(), &cancel)?;
+        let (wasi, call) = run::prepare(
+            b"",
+            limits,
+            caps,
+            &Arc::new(TempDirs::new(std::env::temp_dir(), false)),
+            &cancel,
+        )?;
         let data = StoreData {
             wasi,
             memory: MemoryLimiter {

@@ -1,7 +1,7 @@
 //! What both engines do around a call: prepare the guest's world, then turn how the engine
 //! stopped into a [`RunOutcome`].
 
-use std::{ffi::OsStr, path::Path, time::Instant};
+use std::{ffi::OsStr, sync::Arc, time::Instant};
 
 use cap_std::{ambient_authority, fs::Dir};
 
@@ -9,6 +9,7 @@ use crate::{
     CancelToken, Capabilities, DirPerms, EnforcedLimits, Error, LimitKind, Limits, RunOutcome,
     RunStatus,
     beneath::Walk,
+    temp::TempDirs,
     wasi::{Stop, WasiCtx, WasiSetup},
 };
 
@@ -26,7 +27,7 @@ pub(crate) fn prepare(
     input: &[u8],
     limits: &Limits,
     caps: &Capabilities,
-    temp_root: &Path,
+    temp_dirs: &Arc<TempDirs>,
     cancel: &CancelToken,
 ) -> Result<(WasiCtx, Call), Error> {
     limits.validate()?;
@@ -68,7 +69,7 @@ pub(crate) fn prepare(
     let wasi = WasiCtx::new(WasiSetup {
         stdin: input.to_vec(),
         args,
-        temp_root: caps.temp_dir.then(|| temp_root.to_owned()),
+        temp_dirs: caps.temp_dir.then(|| Arc::clone(temp_dirs)),
         preopens,
         max_fds,
         output_limit: limits.output_bytes,
@@ -273,6 +274,7 @@ pub(crate) fn finish(
 ) -> RunOutcome {
     let Call { started } = call;
     let temp = wasi.temp.take();
+    let temp_dirs = wasi.temp_dirs.take();
     let mut status = match (wasi.stop, end) {
         (Some(Stop::Limit(limit)), _) => RunStatus::LimitExceeded(limit),
         (Some(Stop::Cancelled), _) => RunStatus::Cancelled,
@@ -309,11 +311,8 @@ pub(crate) fn finish(
     }
     // Close every descriptor before removing the directory they point into.
     drop(wasi);
-    if let Some(temp) = temp {
-        let path = temp.path().to_owned();
-        if let Err(error) = temp.close() {
-            tracing::warn!(path = %path.display(), %error, "could not remove a call's temp dir");
-        }
+    if let (Some(temp), Some(dirs)) = (temp, temp_dirs) {
+        dirs.remove(temp);
     }
     RunOutcome {
         status,

@@ -4,7 +4,7 @@
 //! in fuel slices (resumable calls) and checking the clock between slices and in every host
 //! call. Every `wasmi` type stays in this file; errors are mapped to [`Error`] here.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use wasmi::{Caller, Config, Engine, Linker, Module, ResumableCall, Store};
 
@@ -14,6 +14,7 @@ use crate::{
     backend::{Backend, CompiledModule, ExportKind, check_interface},
     run::{self, EngineEnd, MemoryLimiter},
     start_export,
+    temp::TempDirs,
     wasi::{self, Stop, WasiCtx},
 };
 
@@ -64,7 +65,7 @@ impl wasmi::ResourceLimiter for MemoryLimiter {
 #[derive(Debug)]
 pub(crate) struct WasmiBackend {
     engine: Engine,
-    temp_root: PathBuf,
+    temp_dirs: Arc<TempDirs>,
 }
 
 impl WasmiBackend {
@@ -79,7 +80,10 @@ impl WasmiBackend {
         wc.compilation_mode(wasmi::CompilationMode::Eager);
         Ok(WasmiBackend {
             engine: Engine::new(&wc),
-            temp_root: config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
+            temp_dirs: Arc::new(TempDirs::new(
+                config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
+                config.background_temp_removal,
+            )),
         })
     }
 }
@@ -180,7 +184,7 @@ impl Backend for WasmiBackend {
             module,
             linker,
             has_start,
-            temp_root: self.temp_root.clone(),
+            temp_dirs: Arc::clone(&self.temp_dirs),
         }))
     }
 }
@@ -191,7 +195,7 @@ struct WasmiModule {
     linker: Linker<StoreData>,
     /// Whether the module's start function was moved to [`start_export::START_EXPORT`].
     has_start: bool,
-    temp_root: PathBuf,
+    temp_dirs: Arc<TempDirs>,
 }
 
 impl std::fmt::Debug for WasmiModule {
@@ -254,7 +258,7 @@ impl CompiledModule for WasmiModule {
         caps: &Capabilities,
         cancel: &CancelToken,
     ) -> Result<RunOutcome, Error> {
-        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root, cancel)?;
+        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_dirs, cancel)?;
         let data = StoreData {
             wasi,
             memory: MemoryLimiter {

@@ -24,6 +24,7 @@ use crate::{
     backend::{Backend, CompiledModule, ExportKind, MayBlock, check_interface, is_valid_cache_key},
     compiled_cache,
     run::{self, EngineEnd, MemoryLimiter},
+    temp::TempDirs,
     wasi::{self, Stop, WasiCtx},
 };
 
@@ -86,7 +87,7 @@ pub(crate) struct WasmtimeBackend {
     engine: Engine,
     linker: Arc<Linker<StoreData>>,
     cache_dir: Option<PathBuf>,
-    temp_root: PathBuf,
+    temp_dirs: Arc<TempDirs>,
     ticker: Arc<Ticker>,
 }
 
@@ -145,7 +146,10 @@ impl WasmtimeBackend {
             engine,
             linker,
             cache_dir: config.cache_dir.clone(),
-            temp_root: config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
+            temp_dirs: Arc::new(TempDirs::new(
+                config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
+                config.background_temp_removal,
+            )),
             ticker: Arc::new(Ticker { stop }),
         })
     }
@@ -378,7 +382,7 @@ impl Backend for WasmtimeBackend {
         Ok(Box::new(WasmtimeModule {
             engine: self.engine.clone(),
             pre,
-            temp_root: self.temp_root.clone(),
+            temp_dirs: Arc::clone(&self.temp_dirs),
             _ticker: Arc::clone(&self.ticker),
         }))
     }
@@ -388,7 +392,7 @@ impl Backend for WasmtimeBackend {
 struct WasmtimeModule {
     engine: Engine,
     pre: InstancePre<StoreData>,
-    temp_root: PathBuf,
+    temp_dirs: Arc<TempDirs>,
     _ticker: Arc<Ticker>,
 }
 
@@ -463,7 +467,7 @@ impl WasmtimeModule {
         caps: &Capabilities,
         cancel: &CancelToken,
     ) -> Result<RunOutcome, Error> {
-        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_root, cancel)?;
+        let (wasi, call) = run::prepare(input, limits, caps, &self.temp_dirs, cancel)?;
         let data = StoreData {
             wasi,
             memory: MemoryLimiter {

@@ -255,6 +255,64 @@ backend_test!(temp_dir_is_removed_after_a_limit_too, |kind| {
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 });
 
+backend_test!(
+    background_removal_collects_first_and_removes_every_temp_dir,
+    |kind| {
+        let root = tempfile::tempdir().unwrap();
+        let mut config = SandboxConfig::new(kind);
+        config
+            .temp_root(root.path())
+            .remove_temp_dirs_in_background(true);
+        let sandbox = Sandbox::new(&config).expect("engine starts");
+        let module = sandbox
+            .compile(&std::fs::read(locara_test_artifacts::PROBE).unwrap(), None)
+            .unwrap();
+        drop(sandbox);
+        let caps = Capabilities::new()
+            .with_temp_file("out/seed.txt", b"seed".to_vec())
+            .collecting("out");
+        // More calls than the cleaner's queue holds, so some find it full.
+        for n in 0..40 {
+            let write =
+                json!({"op": "write", "path": "/tmp/out/made.txt", "content": format!("call {n}")});
+            let outcome = module
+                .run(write.to_string().as_bytes(), &Limits::default(), &caps)
+                .unwrap();
+            assert_eq!(outcome.status, RunStatus::Exited(0));
+            let files: Vec<(&str, &[u8])> = outcome
+                .files
+                .iter()
+                .map(|f| (f.path.as_str(), f.bytes.as_slice()))
+                .collect();
+            let made = format!("call {n}");
+            assert_eq!(
+                files,
+                [
+                    ("made.txt", made.as_bytes()),
+                    ("seed.txt", b"seed".as_slice())
+                ]
+            );
+        }
+        // A later call starts from a fresh temp dir, whatever is still queued for removal.
+        let read = json!({"op": "read", "path": "/tmp/out/made.txt"});
+        let outcome = module
+            .run(
+                read.to_string().as_bytes(),
+                &Limits::default(),
+                &Capabilities::new(),
+            )
+            .unwrap();
+        assert_eq!(stdout_json(&outcome)["ok"], json!(false));
+        // Dropping the last handle waits for the cleaner.
+        drop(module);
+        let left: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "temp dirs left behind: {left:?}");
+    }
+);
+
 backend_test!(write_outside_the_declared_scope_is_denied, |kind| {
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("doc.txt"), "hello").unwrap();

@@ -207,7 +207,11 @@ impl Sdk {
             .as_deref()
             .map(|d| directory(d, "the workspace"))
             .transpose()?;
-        let mut config = LocaraConfig::new(&home).with_engine(engine);
+        // Each call removes its own temp dir: Python and Node may exit without dropping the
+        // `Locara`, and a cleaner thread stopped by the exit would leave its queue on disk.
+        let mut config = LocaraConfig::new(&home)
+            .with_engine(engine)
+            .with_background_temp_removal(false);
         match (approver, options.approve_all) {
             (Some(approve), _) => config = config.with_approver(Arc::new(FnApprover(approve))),
             (None, true) => config = config.with_approver(Arc::new(ApproveAll)),

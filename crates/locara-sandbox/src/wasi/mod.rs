@@ -18,7 +18,7 @@ use std::{
     fs::File,
     io::{Read, Seek, SeekFrom, Write},
     os::unix::fs::FileExt,
-    path::PathBuf,
+    sync::Arc,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -28,7 +28,7 @@ use cap_fs_ext::{
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
 pub(crate) use self::errno::Errno;
-use crate::{CancelToken, LimitKind};
+use crate::{CancelToken, LimitKind, temp::TempDirs};
 
 /// Why a host function stopped the guest instead of returning an errno.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +125,8 @@ pub(crate) struct WasiCtx {
     cancel: CancelToken,
     /// Why the guest was stopped, if a host function stopped it.
     pub(crate) stop: Option<Stop>,
-    temp_root: Option<PathBuf>,
+    /// Where the temp dir is made, and by whom it is removed.
+    pub(crate) temp_dirs: Option<Arc<TempDirs>>,
     /// The temp dir, once created; removed by [`crate::run::finish`].
     pub(crate) temp: Option<tempfile::TempDir>,
     /// A handle on the temp dir, opened when the host created it: the only way the host
@@ -196,7 +197,7 @@ pub(crate) struct WasiSetup {
     pub(crate) args: Vec<String>,
     /// Where to create the call's temp dir (at fd 3, guest path `/tmp`) on first use; `None`
     /// gives the call no temp dir.
-    pub(crate) temp_root: Option<PathBuf>,
+    pub(crate) temp_dirs: Option<Arc<TempDirs>>,
     /// Preopened directories, in fd order after the temp dir, as `(dir, guest path, writable)`.
     pub(crate) preopens: Vec<(Dir, String, bool)>,
     pub(crate) max_fds: u32,
@@ -212,7 +213,7 @@ pub(crate) struct WasiSetup {
 impl WasiCtx {
     pub(crate) fn new(setup: WasiSetup) -> WasiCtx {
         let mut table = vec![Some(Desc::Stdin), Some(Desc::Stdout), Some(Desc::Stderr)];
-        if setup.temp_root.is_some() {
+        if setup.temp_dirs.is_some() {
             table.push(Some(Desc::LazyTemp));
         }
         for (dir, guest, writable) in setup.preopens {
@@ -242,7 +243,7 @@ impl WasiCtx {
             deadline: setup.deadline,
             cancel: setup.cancel,
             stop: None,
-            temp_root: setup.temp_root,
+            temp_dirs: setup.temp_dirs,
             temp: None,
             temp_handle: None,
             collect: setup.collect,
@@ -263,7 +264,11 @@ impl WasiCtx {
     pub(crate) fn stage(&mut self, files: &[(String, Vec<u8>)]) -> Result<(), crate::Error> {
         const TEMP_FD: i32 = 3;
         let io_error = |ctx: &WasiCtx, source: std::io::Error| crate::Error::TempDir {
-            path: ctx.temp_root.clone().unwrap_or_default(),
+            path: ctx
+                .temp_dirs
+                .as_ref()
+                .map(|dirs| dirs.root().to_owned())
+                .unwrap_or_default(),
             source,
         };
         let mut charge = 0u64;
@@ -369,10 +374,7 @@ impl WasiCtx {
     /// The descriptor at `fd`, creating the temp dir if this is its first use.
     fn desc(&mut self, fd: i32) -> Res<&mut Desc> {
         if matches!(self.raw_desc(fd)?, Desc::LazyTemp) {
-            let root = self.temp_root.clone().ok_or(Errno::BADF)?;
-            let temp = tempfile::Builder::new()
-                .prefix("locara-call-")
-                .tempdir_in(&root)?;
+            let temp = self.temp_dirs.as_ref().ok_or(Errno::BADF)?.create()?;
             let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority())?;
             self.temp_handle = Some(dir.try_clone()?);
             self.temp = Some(temp);
