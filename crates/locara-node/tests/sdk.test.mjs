@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, realpathSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -20,7 +20,16 @@ const REPO = process.env.LOCARA_REPO;
 const VENV = process.env.LOCARA_PY_VENV ?? '/var/tmp/locara-py';
 const PDF = '/usr/share/doc/libtasn1-doc/libtasn1.pdf';
 
-const scratch = () => mkdtempSync(join(tmpdir(), 'locara-sdk-'));
+// Every scratch folder is removed when the file's tests are done.
+const scratches = [];
+const scratch = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'locara-sdk-'));
+  scratches.push(dir);
+  return dir;
+};
+after(() => {
+  for (const dir of scratches) rmSync(dir, { recursive: true, force: true });
+});
 
 let loc;
 before(async () => {
