@@ -15,7 +15,7 @@ fn resolve_and_run_without_the_pipeline() {
         let sandbox = Sandbox::new(&SandboxConfig::new(kind)).unwrap();
         let compiled = sandbox
             .compile(
-                artifact.wasm(),
+                &artifact.wasm().unwrap(),
                 Some(&artifact.artifact_digest().to_string()),
             )
             .unwrap();

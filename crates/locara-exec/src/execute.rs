@@ -65,7 +65,12 @@ impl Execute {
         }
         let key = *artifact.artifact_digest();
         // The hex digest is the sandbox's cache key: it names the bytes, verified by the registry.
-        let compiled = self.sandbox.compile(artifact.wasm(), Some(&key.to_hex()))?;
+        // A module compiled before needs no bytes, so they are read only to compile.
+        let cache_key = key.to_hex();
+        let compiled = match self.sandbox.cached(&cache_key)? {
+            Some(compiled) => compiled,
+            None => self.sandbox.compile(&artifact.wasm()?, Some(&cache_key))?,
+        };
         self.compiled
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -39,7 +39,7 @@
 //! registry.publish(&manifest, wasm, &key)?;
 //!
 //! let artifact = registry.resolve(&"text.echo".parse()?)?;
-//! assert_eq!(artifact.wasm(), wasm);
+//! assert_eq!(*artifact.wasm()?, *wasm);
 //! assert_eq!(artifact.key_id(), key.key_id());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

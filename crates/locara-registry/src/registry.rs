@@ -13,10 +13,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use locara_manifest::{Artifact, LockedTool, Lockfile, ToolManifest, ToolName, ToolRef, Version};
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Loaded};
 use crate::error::io;
 use crate::fs::ReadLimit;
 use crate::signature::{self, ManifestSignature};
+use crate::verified::Wasm;
 use crate::{Digest, Error, KeyId, ModelStore, SigningKey, TrustStore, VerifiedArtifact, fs};
 
 const TOOLS_DIR: &str = "tools";
@@ -559,7 +560,7 @@ impl Registry {
         Ok(ToolFiles::new(
             manifest,
             signature.into_bytes(),
-            artifact.wasm().to_vec(),
+            artifact.wasm()?.to_vec(),
         ))
     }
 
@@ -577,7 +578,7 @@ impl Registry {
         let checked = self.check_in_memory(files, source)?;
         Ok(VerifiedArtifact::new(
             checked.manifest,
-            files.wasm.clone().into(),
+            Wasm::Bytes(files.wasm.clone().into()),
             checked.manifest_digest,
             checked.key_id,
         ))
@@ -643,7 +644,7 @@ impl Registry {
         }
         let artifact = VerifiedArtifact::new(
             checked.manifest,
-            files.wasm.clone().into(),
+            Wasm::Bytes(files.wasm.clone().into()),
             checked.manifest_digest,
             checked.key_id,
         );
@@ -769,8 +770,9 @@ impl Registry {
         })
     }
 
-    /// Serves the artifact from the cache if a cache entry re-hashes correctly, else reads
-    /// `path`, checks it against the manifest and installs it into the cache.
+    /// Serves the artifact from the cache if a cache entry re-hashes correctly (or is the very
+    /// version of the file that did before: then it is not read now, see [`VerifiedArtifact`]),
+    /// else reads `path`, checks it against the manifest and installs it into the cache.
     fn load_artifact(
         &self,
         checked: CheckedManifest,
@@ -782,34 +784,16 @@ impl Registry {
             key_id,
         } = checked;
         let expected = Digest::from(&manifest.artifact.sha256);
-        let expected_size = manifest.artifact.size_bytes;
-        let wasm = match self.cache.load(&expected, expected_size)? {
-            Some(wasm) => wasm,
+        let wasm = match self.cache.load(&expected, manifest.artifact.size_bytes)? {
+            Some(Loaded::Bytes(bytes)) => Wasm::Bytes(bytes),
+            Some(Loaded::Recorded(entry)) => Wasm::Cached {
+                entry: Arc::new(entry),
+                source: path.to_owned(),
+            },
             None => {
-                let subject = manifest.tool_ref().to_string();
-                let size_mismatch = |found| Error::SizeMismatch {
-                    what: "artifact",
-                    subject: subject.clone(),
-                    found,
-                    expected: expected_size,
-                };
-                // Bounded by the signed size: a larger file is refused by its size alone, and
-                // one that grows while read is cut one byte past it.
-                let (file, meta) = fs::open_regular(path)?;
-                if meta.len() != expected_size {
-                    return Err(size_mismatch(meta.len()));
-                }
-                let limit = ReadLimit::ARTIFACT.at_most(expected_size);
-                let wasm = fs::read_from(file, &meta, path, limit).map_err(|e| match e {
-                    // It grew while being read: one byte past the signed size was read.
-                    Error::FileTooLarge { .. } if limit.max_bytes() == expected_size => {
-                        size_mismatch(expected_size.saturating_add(1))
-                    }
-                    e => e,
-                })?;
-                check_artifact(&manifest, subject, &wasm)?;
+                let wasm = read_artifact(&manifest, path)?;
                 self.cache.install(&expected, &wasm)?;
-                wasm.into()
+                Wasm::Bytes(wasm.into())
             }
         };
         Ok(VerifiedArtifact::new(
@@ -925,6 +909,34 @@ fn pin(
     *lockfile = updated;
     tracing::info!(tool = %artifact.tool_ref(), lockfile = %path.display(), "pinned");
     Ok(locked)
+}
+
+/// Reads the module at `path` and checks it against `manifest` ([`check_artifact`]).
+pub(crate) fn read_artifact(manifest: &ToolManifest, path: &Path) -> Result<Vec<u8>, Error> {
+    let subject = manifest.tool_ref().to_string();
+    let expected_size = manifest.artifact.size_bytes;
+    let size_mismatch = |found| Error::SizeMismatch {
+        what: "artifact",
+        subject: subject.clone(),
+        found,
+        expected: expected_size,
+    };
+    // Bounded by the signed size: a larger file is refused by its size alone, and one that
+    // grows while read is cut one byte past it.
+    let (file, meta) = fs::open_regular(path)?;
+    if meta.len() != expected_size {
+        return Err(size_mismatch(meta.len()));
+    }
+    let limit = ReadLimit::ARTIFACT.at_most(expected_size);
+    let wasm = fs::read_from(file, &meta, path, limit).map_err(|e| match e {
+        // It grew while being read: one byte past the signed size was read.
+        Error::FileTooLarge { .. } if limit.max_bytes() == expected_size => {
+            size_mismatch(expected_size.saturating_add(1))
+        }
+        e => e,
+    })?;
+    check_artifact(manifest, subject, &wasm)?;
+    Ok(wasm)
 }
 
 /// The module's bytes must have the size and SHA-256 `manifest` pins (`subject` names the

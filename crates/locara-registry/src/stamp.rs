@@ -12,8 +12,9 @@
 //! gets a later `ctime`.
 //!
 //! After hashing an entry, the registry records its stamp next to it (`<hex>.verified`); a
-//! later load that finds the same stamp on the opened file, before and after reading it, skips
-//! the hash. The record is the home's, as the entry is: like the cache's other checks, it
+//! later load that finds the same stamp on the opened file skips the hash, and reads the bytes
+//! only when they are needed, using them if the stamp is still the same before and after that
+//! read (else it hashes them). The record is the home's, as the entry is: like the cache's other checks, it
 //! catches corruption, mix-ups and any change made to the file since, not a malicious writer
 //! of the home (SECURITY.md).
 

@@ -140,7 +140,7 @@ fn publish_then_resolve() {
     );
 
     let artifact = f.resolve("text.chunk").unwrap();
-    assert_eq!(artifact.wasm(), wasm);
+    assert_eq!(artifact.wasm().unwrap().to_vec(), wasm);
     assert_eq!(artifact.manifest().artifact.url, "text.chunk-0.1.0.wasm");
     assert_eq!(*artifact.artifact_digest(), published.artifact_digest);
     assert_eq!(*artifact.manifest_digest(), published.manifest_digest);
@@ -236,7 +236,14 @@ fn lock_then_older_version_is_a_rollback() {
     f.registry
         .lock_forced(&name("text.chunk"), &version("0.1.0"))
         .unwrap();
-    assert_eq!(f.resolve("text.chunk@0.1.0").unwrap().wasm(), wasm("one"));
+    assert_eq!(
+        f.resolve("text.chunk@0.1.0")
+            .unwrap()
+            .wasm()
+            .unwrap()
+            .to_vec(),
+        wasm("one")
+    );
 }
 
 #[test]
@@ -247,7 +254,10 @@ fn bare_id_uses_the_lock() {
     f.registry
         .lock(&name("text.chunk"), &version("0.1.0"))
         .unwrap();
-    assert_eq!(f.resolve("text.chunk").unwrap().wasm(), wasm("one"));
+    assert_eq!(
+        f.resolve("text.chunk").unwrap().wasm().unwrap().to_vec(),
+        wasm("one")
+    );
     // A fresh registry reads the pin back from disk.
     let reopened = f.reopen();
     let artifact = reopened.resolve(&"text.chunk".parse().unwrap()).unwrap();
@@ -306,7 +316,10 @@ fn republished_version_is_a_lock_mismatch() {
     f.registry
         .lock_forced(&name("text.chunk"), &version("0.1.0"))
         .unwrap();
-    assert_eq!(f.resolve("text.chunk").unwrap().wasm(), wasm("changed"));
+    assert_eq!(
+        f.resolve("text.chunk").unwrap().wasm().unwrap().to_vec(),
+        wasm("changed")
+    );
 }
 
 #[test]
@@ -319,7 +332,7 @@ fn corrupt_cache_entry_is_reinstalled() {
     assert_ne!(std::fs::read(&cached).unwrap(), wasm("chunk"));
 
     let artifact = f.resolve("text.chunk").unwrap();
-    assert_eq!(artifact.wasm(), wasm("chunk"));
+    assert_eq!(artifact.wasm().unwrap().to_vec(), wasm("chunk"));
     assert_eq!(std::fs::read(&cached).unwrap(), wasm("chunk"));
 }
 
@@ -336,12 +349,18 @@ fn a_cache_entry_changed_after_its_version_was_recorded_is_hashed_again() {
         "a version changed less than SETTLE ago is never recorded"
     );
     std::thread::sleep(crate::stamp::SETTLE + std::time::Duration::from_millis(100));
-    assert_eq!(f.reopen().resolve(&tool).unwrap().wasm(), wasm("chunk"));
+    assert_eq!(
+        f.reopen().resolve(&tool).unwrap().wasm().unwrap().to_vec(),
+        wasm("chunk")
+    );
     assert!(
         record.exists(),
         "the settled version was hashed and recorded"
     );
-    assert_eq!(f.reopen().resolve(&tool).unwrap().wasm(), wasm("chunk"));
+    assert_eq!(
+        f.reopen().resolve(&tool).unwrap().wasm().unwrap().to_vec(),
+        wasm("chunk")
+    );
 
     // Changed in place, to the same size, with its mtime put back: its ctime moved, so the
     // record no longer applies; the entry is hashed, found corrupt, and replaced by the
@@ -355,13 +374,65 @@ fn a_cache_entry_changed_after_its_version_was_recorded_is_hashed_again() {
         std::fs::metadata(&cached).unwrap().modified().unwrap(),
         mtime
     );
-    assert_eq!(f.reopen().resolve(&tool).unwrap().wasm(), wasm("chunk"));
+    assert_eq!(
+        f.reopen().resolve(&tool).unwrap().wasm().unwrap().to_vec(),
+        wasm("chunk")
+    );
     assert_eq!(std::fs::read(&cached).unwrap(), wasm("chunk"));
 
     // And with the registry's copy changed too, the tool is refused.
     flip_byte(&cached, 3);
     flip_byte(&published.artifact_path, 3);
     let err = f.reopen().resolve(&tool).unwrap_err();
+    assert!(matches!(err, Error::HashMismatch { .. }), "{err:?}");
+}
+
+#[test]
+fn a_recorded_cache_entry_is_read_only_when_its_bytes_are_asked_for() {
+    let f = Fixture::new();
+    let published = f.publish("text.chunk", "0.1.0", &wasm("chunk"));
+    let tool = "text.chunk".parse().unwrap();
+    let cached = f.cache_path(&published.artifact_digest);
+    f.resolve("text.chunk").unwrap();
+    std::thread::sleep(crate::stamp::SETTLE + std::time::Duration::from_millis(100));
+    f.reopen().resolve(&tool).unwrap();
+    assert!(cached.with_extension("verified").exists(), "recorded");
+
+    // Verified without reading: with both copies gone, only asking for the bytes fails.
+    let artifact = f.reopen().resolve(&tool).unwrap();
+    let kept = (
+        std::fs::read(&cached).unwrap(),
+        std::fs::read(&published.artifact_path).unwrap(),
+    );
+    std::fs::remove_file(&cached).unwrap();
+    std::fs::remove_file(&published.artifact_path).unwrap();
+    let err = artifact.wasm().unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+        "{err:?}"
+    );
+    std::fs::write(&published.artifact_path, &kept.1).unwrap();
+    assert_eq!(
+        artifact.wasm().unwrap().to_vec(),
+        wasm("chunk"),
+        "the entry gone, the registry's copy is read and checked"
+    );
+
+    // Restored, then changed after it was verified: the entry is hashed when read, found
+    // changed, and the registry's copy is used; both changed, the bytes are refused.
+    std::fs::write(&cached, &kept.0).unwrap();
+    std::thread::sleep(crate::stamp::SETTLE + std::time::Duration::from_millis(100));
+    f.reopen().resolve(&tool).unwrap();
+    let artifact = f.reopen().resolve(&tool).unwrap();
+    assert_eq!(
+        artifact.wasm().unwrap().to_vec(),
+        wasm("chunk"),
+        "unchanged"
+    );
+    flip_byte(&cached, 3);
+    assert_eq!(artifact.wasm().unwrap().to_vec(), wasm("chunk"));
+    flip_byte(&published.artifact_path, 3);
+    let err = artifact.wasm().unwrap_err();
     assert!(matches!(err, Error::HashMismatch { .. }), "{err:?}");
 }
 
@@ -383,7 +454,10 @@ fn good_cache_entry_is_served_even_if_the_registry_copy_is_gone() {
     let published = f.publish("text.chunk", "0.1.0", &wasm("chunk"));
     f.resolve("text.chunk").unwrap();
     std::fs::remove_file(&published.artifact_path).unwrap();
-    assert_eq!(f.resolve("text.chunk").unwrap().wasm(), wasm("chunk"));
+    assert_eq!(
+        f.resolve("text.chunk").unwrap().wasm().unwrap().to_vec(),
+        wasm("chunk")
+    );
 }
 
 #[test]
@@ -466,7 +540,7 @@ fn custom_tool_is_verified_from_paths() {
         )
     };
     let artifact = verify().unwrap();
-    assert_eq!(artifact.wasm(), wasm);
+    assert_eq!(artifact.wasm().unwrap().to_vec(), wasm);
     assert_eq!(artifact.tool_ref().to_string(), "app.custom@0.1.0");
 
     std::fs::remove_file(app.join("manifest.sig.json")).unwrap();
@@ -820,7 +894,7 @@ fn a_fifo_or_dev_zero_in_the_cache_is_replaced_by_the_verified_bytes() {
         let artifact = quickly("resolving from a hostile cache", move || {
             registry.resolve(&"text.chunk".parse().unwrap()).unwrap()
         });
-        assert_eq!(artifact.wasm(), wasm("chunk"));
+        assert_eq!(artifact.wasm().unwrap().to_vec(), wasm("chunk"));
         assert_eq!(std::fs::read(&entry).unwrap(), wasm("chunk"));
     }
 }
@@ -1077,7 +1151,7 @@ fn files_installed_elsewhere_resolve_there_and_are_pinned() {
         files.manifest
     );
     let artifact = other.resolve(&"text.echo".parse().unwrap()).unwrap();
-    assert_eq!(artifact.wasm(), wasm("echo"));
+    assert_eq!(artifact.wasm().unwrap().to_vec(), wasm("echo"));
     let lock = std::fs::read_to_string(dir.path().join("locara.lock.json")).unwrap();
     assert!(lock.contains("\"version\": \"1.2.0\""), "{lock}");
     // The same files again change nothing.
@@ -1160,5 +1234,5 @@ fn install_keeps_the_lockfile_rules_and_never_replaces_a_version() {
     let kept = unlocked
         .resolve(&"text.echo@2.0.0".parse().unwrap())
         .unwrap();
-    assert_eq!(kept.wasm(), wasm("two"));
+    assert_eq!(kept.wasm().unwrap().to_vec(), wasm("two"));
 }

@@ -1,23 +1,28 @@
 //! [`VerifiedArtifact`]: a tool whose signature, hashes and lock pin have all been checked.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use locara_manifest::{ToolManifest, ToolRef};
 
-use crate::{Digest, KeyId};
+use crate::cache::Recorded;
+use crate::{Digest, Error, KeyId};
 
-/// A tool's manifest and wasm bytes after every check passed: trusted signature over the
+/// A tool's manifest and wasm module after every check passed: trusted signature over the
 /// manifest, artifact size and SHA-256 equal to the signed pins, and (for registry tools) the
 /// lockfile pin honored.
 ///
 /// Only this crate can build one, so holding a `VerifiedArtifact` is proof that the checks ran.
-/// Cloning is cheap (the manifest and bytes are shared). `Debug` shows identity and digests,
-/// never the bytes.
+/// The module's bytes may not have been read yet: when the cache entry holding them is the very
+/// version of the file that hashed correctly before, they are read only if asked for
+/// ([`VerifiedArtifact::wasm`]), which a host whose compiled module is cached under
+/// [`VerifiedArtifact::artifact_digest`] never does. Cloning is cheap (the manifest and bytes
+/// are shared). `Debug` shows identity and digests, never the bytes.
 #[derive(Clone)]
 pub struct VerifiedArtifact {
     manifest: Arc<ToolManifest>,
-    wasm: Arc<[u8]>,
+    wasm: Wasm,
     artifact_digest: Digest,
     manifest_digest: Digest,
     key_id: KeyId,
@@ -26,7 +31,7 @@ pub struct VerifiedArtifact {
 impl VerifiedArtifact {
     pub(crate) fn new(
         manifest: Arc<ToolManifest>,
-        wasm: Arc<[u8]>,
+        wasm: Wasm,
         manifest_digest: Digest,
         key_id: KeyId,
     ) -> VerifiedArtifact {
@@ -53,9 +58,31 @@ impl VerifiedArtifact {
     }
 
     /// The wasm module's bytes; their SHA-256 is [`VerifiedArtifact::artifact_digest`].
+    ///
+    /// Bytes not read at verification are read now from the cache entry, and used only if the
+    /// entry is still the version that hashed correctly or hashes correctly again; else they
+    /// are read from where the tool was verified and checked against the signed manifest. They
+    /// are not kept: each call reads them again.
+    ///
+    /// # Errors
+    ///
+    /// Only for bytes not read at verification: [`Error::Io`], [`Error::NotARegularFile`],
+    /// [`Error::SizeMismatch`] or [`Error::HashMismatch`] when neither the cache entry nor the
+    /// tool's own file holds the verified bytes any more.
+    pub fn wasm(&self) -> Result<Arc<[u8]>, Error> {
+        match &self.wasm {
+            Wasm::Bytes(bytes) => Ok(Arc::clone(bytes)),
+            Wasm::Cached { entry, source } => match entry.read() {
+                Some(bytes) => Ok(bytes.into()),
+                None => Ok(crate::registry::read_artifact(&self.manifest, source)?.into()),
+            },
+        }
+    }
+
+    /// The size of the wasm module in bytes (pinned by the manifest, and checked).
     #[must_use]
-    pub fn wasm(&self) -> &[u8] {
-        &self.wasm
+    pub fn wasm_len(&self) -> u64 {
+        self.manifest.artifact.size_bytes
     }
 
     /// SHA-256 of the wasm bytes (equal to the manifest's `artifact.sha256`).
@@ -87,10 +114,23 @@ impl fmt::Debug for VerifiedArtifact {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VerifiedArtifact")
             .field("tool", &format_args!("{}", self.manifest.tool_ref()))
-            .field("wasm_len", &self.wasm.len())
+            .field("wasm_len", &self.wasm_len())
             .field("artifact_digest", &self.artifact_digest)
             .field("manifest_digest", &self.manifest_digest)
             .field("key_id", &self.key_id)
             .finish()
     }
+}
+
+/// A verified module's bytes: read, or in a cache entry whose version hashed correctly before.
+#[derive(Clone)]
+pub(crate) enum Wasm {
+    /// Read and checked.
+    Bytes(Arc<[u8]>),
+    /// Not read yet: the cache entry, and the tool's own file (`source`) to read should the
+    /// entry be gone or changed.
+    Cached {
+        entry: Arc<Recorded>,
+        source: PathBuf,
+    },
 }

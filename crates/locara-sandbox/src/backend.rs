@@ -32,6 +32,21 @@ pub trait Backend: Send + Sync + fmt::Debug {
         wasm: &[u8],
         cache_key: Option<&str>,
     ) -> Result<Box<dyn CompiledModule>, Error>;
+
+    /// The module this backend compiled and cached under `cache_key` before (see
+    /// [`compile`](Self::compile)), without its bytes; `None` if there is none to use, which
+    /// the default says always.
+    ///
+    /// A host that must read or fetch a module's bytes asks this first, and reads them only
+    /// on `None` to call [`compile`](Self::compile). The module returned is the one
+    /// [`compile`](Self::compile) would return for the bytes `cache_key` names.
+    ///
+    /// # Errors
+    /// As [`compile`](Self::compile), for a cached module this engine cannot run.
+    fn cached(&self, cache_key: &str) -> Result<Option<Box<dyn CompiledModule>>, Error> {
+        let _ = cache_key;
+        Ok(None)
+    }
 }
 
 /// A compiled module, ready to run.
@@ -228,6 +243,17 @@ impl Sandbox {
         Ok(Compiled {
             inner: Arc::from(self.inner.compile(wasm, cache_key)?),
         })
+    }
+
+    /// The module compiled and cached under `cache_key` before, if any; see
+    /// [`Backend::cached`].
+    ///
+    /// # Errors
+    /// As [`Backend::cached`].
+    pub fn cached(&self, cache_key: &str) -> Result<Option<Compiled>, Error> {
+        Ok(self.inner.cached(cache_key)?.map(|inner| Compiled {
+            inner: Arc::from(inner),
+        }))
     }
 }
 

@@ -15,7 +15,7 @@
 use std::{
     path::{Path, PathBuf},
     sync::{
-        OnceLock,
+        Arc, OnceLock,
         mpsc::{self, SyncSender, TrySendError},
     },
     thread::JoinHandle,
@@ -51,6 +51,15 @@ impl TempDirs {
             background,
             cleaner: OnceLock::new(),
         }
+    }
+
+    /// The temp dirs a sandbox built from `config` makes: under its temp root (the system's
+    /// temp dir by default), removed as it says.
+    pub(crate) fn of(config: &crate::SandboxConfig) -> Arc<TempDirs> {
+        Arc::new(TempDirs::new(
+            config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
+            config.background_temp_removal,
+        ))
     }
 
     /// Where the temp dirs are made.

@@ -80,10 +80,7 @@ impl WasmiBackend {
         wc.compilation_mode(wasmi::CompilationMode::Eager);
         Ok(WasmiBackend {
             engine: Engine::new(&wc),
-            temp_dirs: Arc::new(TempDirs::new(
-                config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
-                config.background_temp_removal,
-            )),
+            temp_dirs: TempDirs::of(config),
         })
     }
 }

@@ -5,7 +5,7 @@
 
 use std::{
     hash::{Hash, Hasher},
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -146,10 +146,7 @@ impl WasmtimeBackend {
             engine,
             linker,
             cache_dir: config.cache_dir.clone(),
-            temp_dirs: Arc::new(TempDirs::new(
-                config.temp_root.clone().unwrap_or_else(std::env::temp_dir),
-                config.background_temp_removal,
-            )),
+            temp_dirs: TempDirs::of(config),
             ticker: Arc::new(Ticker { stop }),
         })
     }
@@ -166,42 +163,10 @@ impl WasmtimeBackend {
         else {
             return Module::new(&self.engine, wasm).map_err(invalid);
         };
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.engine
-            .precompile_compatibility_hash()
-            .hash(&mut hasher);
-        let path = compiled_cache::path_of(dir, key, hasher.finish());
-        match compiled_cache::open(&path, key) {
-            Ok(file) => {
-                // SAFETY: `deserialize_open_file` trusts the file to be `precompile_module`
-                // output of a compatible engine, and to stay unchanged while the module lives.
-                // This entry was written below, by this engine configuration (its
-                // compatibility hash is in the file name), for the bytes `key` names;
-                // `compiled_cache::open` checked, through this very handle, that it was
-                // written for `key` and that its code matches its checksum (or that this very
-                // version of the file, whose ctime any change moves, did when it was hashed),
-                // so a truncated, corrupted or misnamed entry (another module's code under
-                // this key) is never loaded. Entries are replaced by renaming a new file into place, never
-                // written in place, so the mapped file keeps the checked bytes. The cache
-                // directory is the host's own, as trusted as its binary; Wasmtime still
-                // checks the header and refuses another version or configuration.
-                #[allow(
-                    unsafe_code,
-                    reason = "loading a precompiled module is unsafe by API; see SAFETY"
-                )]
-                let loaded = unsafe { Module::deserialize_open_file(&self.engine, file) };
-                match loaded {
-                    Ok(module) => return Ok(module),
-                    Err(error) => {
-                        tracing::warn!(path = %path.display(), %error, "ignoring an unusable compiled-module cache entry")
-                    }
-                }
-            }
-            Err(compiled_cache::Miss::Absent) => {}
-            Err(compiled_cache::Miss::Refused(problem)) => {
-                tracing::warn!(path = %path.display(), %problem, "ignoring a compiled-module cache entry")
-            }
+        if let Some(module) = self.load_cached(dir, key) {
+            return Ok(module);
         }
+        let path = self.cache_path(dir, key);
         let compiled = self.engine.precompile_module(wasm).map_err(invalid)?;
         if let Err(error) = compiled_cache::write(dir, &path, &compiled_cache::seal(key, &compiled))
         {
@@ -214,6 +179,69 @@ impl WasmtimeBackend {
         )]
         let module = unsafe { Module::deserialize(&self.engine, &compiled) };
         module.map_err(invalid)
+    }
+
+    /// Where the module `key` names is cached for this engine's configuration.
+    fn cache_path(&self, dir: &Path, key: &str) -> PathBuf {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut hasher);
+        compiled_cache::path_of(dir, key, hasher.finish())
+    }
+
+    /// The module cached under `key` in `dir`, if there is a usable entry.
+    fn load_cached(&self, dir: &Path, key: &str) -> Option<Module> {
+        let path = self.cache_path(dir, key);
+        match compiled_cache::open(&path, key) {
+            Ok(file) => {
+                // SAFETY: `deserialize_open_file` trusts the file to be `precompile_module`
+                // output of a compatible engine, and to stay unchanged while the module lives.
+                // This entry was written by `load`, by this engine configuration (its
+                // compatibility hash is in the file name), for the bytes `key` names;
+                // `compiled_cache::open` checked, through this very handle, that it was
+                // written for `key` and that its code matches its checksum (or that this very
+                // version of the file, whose ctime any change moves, did when it was hashed),
+                // so a truncated, corrupted or misnamed entry (another module's code under
+                // this key) is never loaded. Entries are replaced by renaming a new file into
+                // place, never written in place, so the mapped file keeps the checked bytes.
+                // The cache directory is the host's own, as trusted as its binary; Wasmtime
+                // still checks the header and refuses another version or configuration.
+                #[allow(
+                    unsafe_code,
+                    reason = "loading a precompiled module is unsafe by API; see SAFETY"
+                )]
+                let loaded = unsafe { Module::deserialize_open_file(&self.engine, file) };
+                match loaded {
+                    Ok(module) => return Some(module),
+                    Err(error) => {
+                        tracing::warn!(path = %path.display(), %error, "ignoring an unusable compiled-module cache entry")
+                    }
+                }
+            }
+            Err(compiled_cache::Miss::Absent) => {}
+            Err(compiled_cache::Miss::Refused(problem)) => {
+                tracing::warn!(path = %path.display(), %problem, "ignoring a compiled-module cache entry")
+            }
+        }
+        None
+    }
+
+    /// A compiled module ready to run, from a checked `module`.
+    fn ready(&self, module: &Module) -> Result<Box<dyn CompiledModule>, Error> {
+        check_module_interface(module)?;
+        let pre = self
+            .linker
+            .instantiate_pre(module)
+            .map_err(|e| Error::Instantiate {
+                message: format!("{e:#}"),
+            })?;
+        Ok(Box::new(WasmtimeModule {
+            engine: self.engine.clone(),
+            pre,
+            temp_dirs: Arc::clone(&self.temp_dirs),
+            _ticker: Arc::clone(&self.ticker),
+        }))
     }
 }
 
@@ -371,20 +399,20 @@ impl Backend for WasmtimeBackend {
         cache_key: Option<&str>,
     ) -> Result<Box<dyn CompiledModule>, Error> {
         // Compiling validates the module (before anything is cached); a cached one was valid.
-        let module = self.load(wasm, cache_key)?;
-        check_module_interface(&module)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&module)
-            .map_err(|e| Error::Instantiate {
-                message: format!("{e:#}"),
-            })?;
-        Ok(Box::new(WasmtimeModule {
-            engine: self.engine.clone(),
-            pre,
-            temp_dirs: Arc::clone(&self.temp_dirs),
-            _ticker: Arc::clone(&self.ticker),
-        }))
+        self.ready(&self.load(wasm, cache_key)?)
+    }
+
+    fn cached(&self, cache_key: &str) -> Result<Option<Box<dyn CompiledModule>>, Error> {
+        let Some(dir) = self
+            .cache_dir
+            .as_deref()
+            .filter(|_| is_valid_cache_key(cache_key))
+        else {
+            return Ok(None);
+        };
+        self.load_cached(dir, cache_key)
+            .map(|module| self.ready(&module))
+            .transpose()
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::backend_test;
+use common::{backend_test, files_of};
 
 use std::{
     path::Path,
@@ -60,6 +60,19 @@ fn stdout_json(outcome: &RunOutcome) -> Value {
             String::from_utf8_lossy(&outcome.stderr)
         )
     })
+}
+
+/// Whether a call of `module` (the probe) can read the file at `path`.
+fn reads(module: &Compiled, path: &str) -> bool {
+    let read = json!({"op": "read", "path": path});
+    let outcome = module
+        .run(
+            read.to_string().as_bytes(),
+            &Limits::default(),
+            &Capabilities::new(),
+        )
+        .unwrap();
+    stdout_json(&outcome)["ok"] == json!(true)
 }
 
 /// A temp root whose emptiness proves each call removed its temp dir.
@@ -228,16 +241,10 @@ backend_test!(temp_dir_is_fresh_and_gone_after_the_call, |kind| {
         0,
         "the call's temp dir was left behind"
     );
-    // The next call does not see the previous call's file.
-    let read = json!({"op": "read", "path": "/tmp/left-behind.txt"});
-    let outcome = module
-        .run(
-            read.to_string().as_bytes(),
-            &Limits::default(),
-            &Capabilities::new(),
-        )
-        .unwrap();
-    assert_eq!(stdout_json(&outcome)["ok"], json!(false));
+    assert!(
+        !reads(&module, "/tmp/left-behind.txt"),
+        "the next call saw the previous call's file"
+    );
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 });
 
@@ -279,11 +286,7 @@ backend_test!(
                 .run(write.to_string().as_bytes(), &Limits::default(), &caps)
                 .unwrap();
             assert_eq!(outcome.status, RunStatus::Exited(0));
-            let files: Vec<(&str, &[u8])> = outcome
-                .files
-                .iter()
-                .map(|f| (f.path.as_str(), f.bytes.as_slice()))
-                .collect();
+            let files = files_of(&outcome);
             let made = format!("call {n}");
             assert_eq!(
                 files,
@@ -293,16 +296,10 @@ backend_test!(
                 ]
             );
         }
-        // A later call starts from a fresh temp dir, whatever is still queued for removal.
-        let read = json!({"op": "read", "path": "/tmp/out/made.txt"});
-        let outcome = module
-            .run(
-                read.to_string().as_bytes(),
-                &Limits::default(),
-                &Capabilities::new(),
-            )
-            .unwrap();
-        assert_eq!(stdout_json(&outcome)["ok"], json!(false));
+        assert!(
+            !reads(&module, "/tmp/out/made.txt"),
+            "a later call starts from a fresh temp dir, whatever is still queued for removal"
+        );
         // Dropping the last handle waits for the cleaner.
         drop(module);
         let left: Vec<_> = std::fs::read_dir(root.path())
@@ -941,6 +938,10 @@ fn compiled_modules_are_cached_on_disk() {
     config.cache_dir(cache.path());
     let sandbox = Sandbox::new(&config).unwrap();
     let wasm = std::fs::read(locara_test_artifacts::PROBE).unwrap();
+    assert!(
+        sandbox.cached("probe-key").unwrap().is_none(),
+        "nothing yet"
+    );
     sandbox.compile(&wasm, Some("probe-key")).unwrap();
     let entries: Vec<_> = std::fs::read_dir(cache.path())
         .unwrap()
@@ -948,19 +949,51 @@ fn compiled_modules_are_cached_on_disk() {
         .collect();
     assert_eq!(entries.len(), 1);
     assert!(entries[0].to_str().unwrap().starts_with("probe-key-"));
-    // A second sandbox loads it instead of compiling, and it runs.
-    let again = Sandbox::new(&config)
-        .unwrap()
-        .compile(&wasm, Some("probe-key"))
-        .unwrap();
-    let outcome = again
-        .run(
-            br#"{"op":"echo"}"#,
-            &Limits::default(),
-            &Capabilities::new(),
-        )
-        .unwrap();
-    assert_eq!(outcome.status, RunStatus::Exited(0));
+    // A second sandbox loads it instead of compiling, with or without the bytes, and it runs.
+    let again = Sandbox::new(&config).unwrap();
+    let echo = |compiled: locara_sandbox::Compiled| {
+        compiled
+            .run(
+                br#"{"op":"echo"}"#,
+                &Limits::default(),
+                &Capabilities::new(),
+            )
+            .unwrap()
+            .status
+    };
+    let compiled = again.compile(&wasm, Some("probe-key")).unwrap();
+    assert_eq!(echo(compiled), RunStatus::Exited(0));
+    let cached = again.cached("probe-key").unwrap().expect("cached");
+    assert_eq!(echo(cached), RunStatus::Exited(0));
+    assert!(again.cached("other-key").unwrap().is_none(), "another key");
+    assert!(again.cached("../probe-key").unwrap().is_none(), "not a key");
+
+    // A corrupt entry is no cached module; nor has an engine without a disk cache any.
+    let entry = cache_file(cache.path(), "probe-key");
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let last = bytes.len() - 100;
+    bytes[last] ^= 0xff;
+    std::fs::write(&entry, &bytes).unwrap();
+    assert!(
+        Sandbox::new(&config)
+            .unwrap()
+            .cached("probe-key")
+            .unwrap()
+            .is_none()
+    );
+    for kind in BackendKind::ALL {
+        let mut uncached = SandboxConfig::new(kind);
+        if kind == BackendKind::Wasmtime {
+            uncached.cache_dir(cache.path());
+        }
+        let sandbox = Sandbox::new(&uncached).unwrap();
+        sandbox.compile(&wasm, Some("probe-key")).unwrap();
+        assert_eq!(
+            sandbox.cached("probe-key").unwrap().is_some(),
+            kind == BackendKind::Wasmtime,
+            "{kind:?}"
+        );
+    }
 }
 
 /// The one cache file whose name starts with `key`.
@@ -1085,11 +1118,7 @@ backend_test!(staged_files_are_read_and_output_files_collected, |kind| {
         &caps,
     );
     assert_eq!(written.status, RunStatus::Exited(0));
-    let files: Vec<(&str, &[u8])> = written
-        .files
-        .iter()
-        .map(|f| (f.path.as_str(), f.bytes.as_slice()))
-        .collect();
+    let files = files_of(&written);
     assert_eq!(
         files,
         [

@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::backend_test;
+use common::{backend_test, files_of};
 
 use std::{
     collections::BTreeMap,
@@ -273,11 +273,7 @@ backend_test!(
         );
         all_ok(&outcome);
         assert_eq!(outcome.status, RunStatus::Exited(0));
-        let files: Vec<(&str, &[u8])> = outcome
-            .files
-            .iter()
-            .map(|f| (f.path.as_str(), f.bytes.as_slice()))
-            .collect();
+        let files = files_of(&outcome);
         assert_eq!(
             files,
             [

@@ -22,3 +22,13 @@ macro_rules! backend_test {
     };
 }
 pub(crate) use backend_test;
+
+/// A call's collected files as `(path, bytes)`, in the order the host gives them.
+#[allow(dead_code, reason = "jail.rs collects no files")]
+pub(crate) fn files_of(outcome: &locara_sandbox::RunOutcome) -> Vec<(&str, &[u8])> {
+    outcome
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.bytes.as_slice()))
+        .collect()
+}
