@@ -62,16 +62,20 @@ fn stdout_json(outcome: &RunOutcome) -> Value {
     })
 }
 
-/// Whether a call of `module` (the probe) can read the file at `path`.
-fn reads(module: &Compiled, path: &str) -> bool {
-    let read = json!({"op": "read", "path": path});
-    let outcome = module
+/// One call of `module` with `input`, the default limits and no capabilities.
+fn run_on(module: &Compiled, input: Value) -> RunOutcome {
+    module
         .run(
-            read.to_string().as_bytes(),
+            input.to_string().as_bytes(),
             &Limits::default(),
             &Capabilities::new(),
         )
-        .unwrap();
+        .expect("the call starts")
+}
+
+/// Whether a call of `module` (the probe) can read the file at `path`.
+fn reads(module: &Compiled, path: &str) -> bool {
+    let outcome = run_on(module, json!({"op": "read", "path": path}));
     stdout_json(&outcome)["ok"] == json!(true)
 }
 
@@ -228,13 +232,7 @@ backend_test!(temp_dir_is_fresh_and_gone_after_the_call, |kind| {
     let root = tempfile::tempdir().unwrap();
     let module = isolated(kind, root.path());
     let write = json!({"op": "write", "path": "/tmp/left-behind.txt", "content": "x"});
-    let outcome = module
-        .run(
-            write.to_string().as_bytes(),
-            &Limits::default(),
-            &Capabilities::new(),
-        )
-        .unwrap();
+    let outcome = run_on(&module, write);
     assert_eq!(stdout_json(&outcome), json!({"ok": true}));
     assert_eq!(
         std::fs::read_dir(root.path()).unwrap().count(),
@@ -484,13 +482,7 @@ backend_test!(the_next_call_works_after_every_limit, |kind| {
 // the same compiled module works.
 
 fn assert_next_call_works(module: &Compiled) {
-    let outcome = module
-        .run(
-            br#"{"op":"echo"}"#,
-            &Limits::default(),
-            &Capabilities::new(),
-        )
-        .unwrap();
+    let outcome = run_on(module, json!({"op": "echo"}));
     assert_eq!(outcome.status, RunStatus::Exited(0));
 }
 
@@ -528,13 +520,7 @@ backend_test!(
         let input = json!({"op": "paths", "paths": ["/tmp/a", "/workspace/b", "../c"]});
         let fuel: Vec<u64> = (0..2)
             .map(|_| {
-                let outcome = module
-                    .run(
-                        input.to_string().as_bytes(),
-                        &Limits::default(),
-                        &Capabilities::new(),
-                    )
-                    .unwrap();
+                let outcome = run_on(&module, input.clone());
                 assert_eq!(outcome.status, RunStatus::Exited(0));
                 outcome.fuel_consumed
             })
@@ -566,13 +552,7 @@ backend_test!(output_that_is_not_utf8_is_passed_through_as_bytes, |kind| {
 backend_test!(ten_thousand_files_in_the_temp_dir_are_all_removed, |kind| {
     let root = tempfile::tempdir().unwrap();
     let module = isolated(kind, root.path());
-    let outcome = module
-        .run(
-            br#"{"op": "files", "count": 10000, "bytes": 16}"#,
-            &Limits::default(),
-            &Capabilities::new(),
-        )
-        .unwrap();
+    let outcome = run_on(&module, json!({"op": "files", "count": 10000, "bytes": 16}));
     assert_eq!(outcome.status, RunStatus::Exited(0), "{outcome:?}");
     assert_eq!(stdout_json(&outcome), json!({"created": 10000}));
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
@@ -789,13 +769,7 @@ backend_test!(a_full_disk_for_the_temp_dir_is_a_clear_error, |kind| {
     );
     // The call's files went with it: the disk is empty again and the next call can use it.
     assert_eq!(std::fs::read_dir(disk.dir.path()).unwrap().count(), 0);
-    let outcome = module
-        .run(
-            br#"{"op": "files", "count": 10, "bytes": 4096}"#,
-            &Limits::default(),
-            &Capabilities::new(),
-        )
-        .unwrap();
+    let outcome = run_on(&module, json!({"op": "files", "count": 10, "bytes": 4096}));
     assert_eq!(stdout_json(&outcome), json!({"created": 10}));
 });
 
@@ -951,16 +925,7 @@ fn compiled_modules_are_cached_on_disk() {
     assert!(entries[0].to_str().unwrap().starts_with("probe-key-"));
     // A second sandbox loads it instead of compiling, with or without the bytes, and it runs.
     let again = Sandbox::new(&config).unwrap();
-    let echo = |compiled: locara_sandbox::Compiled| {
-        compiled
-            .run(
-                br#"{"op":"echo"}"#,
-                &Limits::default(),
-                &Capabilities::new(),
-            )
-            .unwrap()
-            .status
-    };
+    let echo = |compiled: locara_sandbox::Compiled| run_on(&compiled, json!({"op": "echo"})).status;
     let compiled = again.compile(&wasm, Some("probe-key")).unwrap();
     assert_eq!(echo(compiled), RunStatus::Exited(0));
     let cached = again.cached("probe-key").unwrap().expect("cached");
