@@ -13,7 +13,8 @@
 //! process pays for it): `Locara::new`; verifying the tool (`Registry::resolve`: the signature,
 //! then the artifact's cache entry, whose bytes are read and hashed only if this version of the
 //! file was not hashed before); loading its compiled module from the on-disk cache
-//! (`Sandbox::cached` on a new sandbox: the entry's checksum, mapping it, linking); the first
+//! (`Sandbox::compile_unless_cached` on a new sandbox: the entry's checksum, mapping it,
+//! linking); the first
 //! run of that module (creating its memory image) and a second one (warm, the sandbox alone).
 //! Where the system temp dir is on a disk and `/dev/shm` is a tmpfs, Python's warm calls are
 //! also timed with each call's temp dir there (`LocaraConfig::with_temp_root`, the CLI's
@@ -266,10 +267,8 @@ fn cold_stages(
         let key = artifact.artifact_digest().to_hex();
         let started = Instant::now();
         // As `Execute` does: the bytes are read only if no compiled module is cached.
-        let compiled = match sandbox.cached(&key)? {
-            Some(compiled) => compiled,
-            None => sandbox.compile(&artifact.wasm()?, Some(&key))?,
-        };
+        let compiled =
+            sandbox.compile_unless_cached(&key, || artifact.wasm().map_err(anyhow::Error::from))?;
         times[2].push(started.elapsed());
 
         // The call as `Execute` makes it: the manifest's argv and limits, JSON on stdin.
@@ -312,7 +311,7 @@ fn cold_stages(
     let names = [
         "Locara::new",
         "verify (Registry::resolve)",
-        "load compiled module (Sandbox::cached)",
+        "load compiled module (Sandbox::compile_unless_cached)",
         "first run (sandbox)",
         "second run (sandbox)",
     ];

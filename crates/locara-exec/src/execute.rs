@@ -66,11 +66,9 @@ impl Execute {
         let key = *artifact.artifact_digest();
         // The hex digest is the sandbox's cache key: it names the bytes, verified by the registry.
         // A module compiled before needs no bytes, so they are read only to compile.
-        let cache_key = key.to_hex();
-        let compiled = match self.sandbox.cached(&cache_key)? {
-            Some(compiled) => compiled,
-            None => self.sandbox.compile(&artifact.wasm()?, Some(&cache_key))?,
-        };
+        let compiled = self
+            .sandbox
+            .compile_unless_cached(&key.to_hex(), || artifact.wasm().map_err(ExecError::from))?;
         self.compiled
             .lock()
             .unwrap_or_else(|e| e.into_inner())

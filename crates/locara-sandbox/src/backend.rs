@@ -255,6 +255,27 @@ impl Sandbox {
             inner: Arc::from(inner),
         }))
     }
+
+    /// The module `cache_key` names: the one cached before ([`Sandbox::cached`]) if there is
+    /// one, else `wasm()`'s bytes compiled ([`Sandbox::compile`]). `wasm` is called only then,
+    /// so a host need not read or fetch a module whose compiled code is cached.
+    ///
+    /// # Errors
+    /// `wasm()`'s error, or [`Backend::cached`]'s and [`Backend::compile`]'s as `E`.
+    pub fn compile_unless_cached<B, E>(
+        &self,
+        cache_key: &str,
+        wasm: impl FnOnce() -> Result<B, E>,
+    ) -> Result<Compiled, E>
+    where
+        B: AsRef<[u8]>,
+        E: From<Error>,
+    {
+        if let Some(compiled) = self.cached(cache_key)? {
+            return Ok(compiled);
+        }
+        Ok(self.compile(wasm()?.as_ref(), Some(cache_key))?)
+    }
 }
 
 /// A compiled module. Cheap to clone; run it as often as needed.

@@ -159,8 +159,7 @@ impl WasmtimeBackend {
         let invalid = |e: wasmtime::Error| Error::InvalidModule {
             message: format!("{e:#}"),
         };
-        let (Some(dir), Some(key)) = (&self.cache_dir, cache_key.filter(|k| is_valid_cache_key(k)))
-        else {
+        let Some((dir, key)) = cache_key.and_then(|key| self.cache_dir_for(key)) else {
             return Module::new(&self.engine, wasm).map_err(invalid);
         };
         if let Some(module) = self.load_cached(dir, key) {
@@ -179,6 +178,13 @@ impl WasmtimeBackend {
         )]
         let module = unsafe { Module::deserialize(&self.engine, &compiled) };
         module.map_err(invalid)
+    }
+
+    /// The disk cache's directory and `key`, when there is a disk cache and `key` may name an
+    /// entry in it.
+    fn cache_dir_for<'k>(&self, key: &'k str) -> Option<(&Path, &'k str)> {
+        let dir = self.cache_dir.as_deref()?;
+        is_valid_cache_key(key).then_some((dir, key))
     }
 
     /// Where the module `key` names is cached for this engine's configuration.
@@ -403,14 +409,10 @@ impl Backend for WasmtimeBackend {
     }
 
     fn cached(&self, cache_key: &str) -> Result<Option<Box<dyn CompiledModule>>, Error> {
-        let Some(dir) = self
-            .cache_dir
-            .as_deref()
-            .filter(|_| is_valid_cache_key(cache_key))
-        else {
+        let Some((dir, key)) = self.cache_dir_for(cache_key) else {
             return Ok(None);
         };
-        self.load_cached(dir, cache_key)
+        self.load_cached(dir, key)
             .map(|module| self.ready(&module))
             .transpose()
     }
