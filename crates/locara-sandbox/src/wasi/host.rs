@@ -153,9 +153,11 @@ impl Channel {
     /// Copies answer bytes into `buf`; how many.
     pub(crate) fn read(&mut self, buf: &mut [u8]) -> usize {
         let n = buf.len().min(self.answers.len());
-        for (slot, byte) in buf.iter_mut().zip(self.answers.drain(..n)) {
-            *slot = byte;
-        }
+        let (front, back) = self.answers.as_slices();
+        let from_front = n.min(front.len());
+        buf[..from_front].copy_from_slice(&front[..from_front]);
+        buf[from_front..n].copy_from_slice(&back[..n - from_front]);
+        self.answers.drain(..n);
         n
     }
 }
@@ -204,63 +206,123 @@ pub(crate) fn channel_write(ctx: &mut WasiCtx, fd: i32, data: &[u8]) -> Res<()> 
 /// The answer (a line, with its newline, and for `marshal` the bytes after it) to one request
 /// line.
 fn answer_line(ctx: &mut WasiCtx, line: &[u8]) -> Res<Vec<u8>> {
-    let one = |kind: &str, value: serde_json::Value| {
-        let mut line = serde_json::json!({ kind: value }).to_string().into_bytes();
-        line.push(b'\n');
-        line
-    };
-    let parsed = serde_json::from_slice::<serde_json::Value>(line).map_err(|e| e.to_string());
-    let request = parsed.and_then(|value| match value {
-        serde_json::Value::Object(mut fields) if (2..=3).contains(&fields.len()) => {
-            let form = match fields.remove("answer") {
-                None => Ok(Form::Json),
-                Some(serde_json::Value::String(form)) if form == "json" => Ok(Form::Json),
-                Some(serde_json::Value::String(form)) if form == "marshal" => Ok(Form::Marshal),
-                Some(_) => Err("its `answer` is \"json\" or \"marshal\"".to_owned()),
-            };
-            match (fields.remove("service"), fields.remove("request"), form) {
-                (_, _, Err(why)) => Err(why),
-                (Some(serde_json::Value::String(service)), Some(request), Ok(form))
-                    if fields.is_empty() =>
-                {
-                    Ok((service, request, form))
-                }
-                _ => Err(
-                    "it needs a string `service` and a `request`, and may have an `answer`"
-                        .to_owned(),
-                ),
-            }
-        }
-        _ => Err("it is not an object of two or three fields".to_owned()),
-    });
-    let (service, request, form) = match request {
+    let (service, body, form) = match request_of(line) {
         Ok(request) => request,
         Err(why) => {
             let message = format!(
                 "a request is one line of JSON, {{\"service\": NAME, \"request\": JSON, \"answer\"?: \"json\" | \"marshal\"}}: {why}"
             );
-            return Ok(one("invalid", message.into()));
+            return Ok(one_line("invalid", &serde_json::Value::from(message)));
         }
     };
-    let body = serde_json::to_vec(&request).map_err(|_| Errno::INVAL)?;
     let (answer, errno) = ask(ctx, &service, body)?;
-    let message = || serde_json::Value::String(String::from_utf8_lossy(&answer).into_owned());
-    Ok(match errno {
-        Errno(0) => {
-            let value = serde_json::from_slice(&answer).unwrap_or_else(|_| message());
-            match form {
-                Form::Json => one("ok", value),
-                Form::Marshal => {
-                    let bytes = super::marshal::to_marshal(&value);
-                    let mut answer = one("marshal", bytes.len().into());
-                    answer.extend_from_slice(&bytes);
-                    answer
-                }
-            }
+    Ok(match (errno, form) {
+        (Errno(0), Form::Json) => ok_answer(&answer),
+        (Errno(0), Form::Marshal) => {
+            let bytes = super::marshal::to_marshal(&answer_value(&answer));
+            let mut answer = one_line("marshal", &bytes.len().into());
+            answer.extend_from_slice(&bytes);
+            answer
         }
-        Errno::NOTCAPABLE => one("denied", message()),
-        _ => one("failed", message()),
+        (Errno::NOTCAPABLE, _) => one_line("denied", &text_value(&answer)),
+        _ => one_line("failed", &text_value(&answer)),
     })
+}
+
+/// A service's answer as a value: its JSON, or its text when it is not JSON.
+fn answer_value(answer: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(answer).unwrap_or_else(|_| text_value(answer))
+}
+
+/// Bytes as a JSON string (invalid UTF-8 replaced).
+fn text_value(bytes: &[u8]) -> serde_json::Value {
+    serde_json::Value::String(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// `{"KIND": VALUE}` and a newline.
+fn one_line(kind: &str, value: &serde_json::Value) -> Vec<u8> {
+    let mut line = serde_json::json!({ kind: value }).to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// `{"ok": ANSWER}` and a newline. A service's answer is usually compact JSON text, copied as it
+/// is (checked to be JSON, not parsed into values and written again); an answer on many lines
+/// is written compact, and one that is not JSON as a string.
+fn ok_answer(answer: &[u8]) -> Vec<u8> {
+    if answer.contains(&b'\n') || serde_json::from_slice::<serde::de::IgnoredAny>(answer).is_err() {
+        return one_line("ok", &answer_value(answer));
+    }
+    let mut line = Vec::with_capacity(answer.len() + 8);
+    line.extend_from_slice(b"{\"ok\":");
+    line.extend_from_slice(answer);
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+/// A request line, borrowed: its `request` is the JSON text it was sent as.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestLine<'a> {
+    #[serde(borrow)]
+    service: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    request: &'a serde_json::value::RawValue,
+    #[serde(borrow, default)]
+    answer: Present<'a>,
+}
+
+/// A member that may be missing, taken as it is when there (`null` included, which an
+/// `Option` would take for a missing one).
+#[derive(Default)]
+struct Present<'a>(Option<&'a serde_json::value::RawValue>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Present<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&serde_json::value::RawValue>::deserialize(d).map(|raw| Present(Some(raw)))
+    }
+}
+
+/// The service a request line names, the JSON text of its request, and the form of answer it
+/// wants; or why the line is not a request.
+///
+/// A well-formed line is read without building its JSON as values, and its request goes on
+/// as the text it came in (the service reads it; nothing here needs it as values). Any other
+/// line is read as values, to say what is wrong with it.
+fn request_of(line: &[u8]) -> Result<(String, Vec<u8>, Form), String> {
+    if let Ok(request) = serde_json::from_slice::<RequestLine<'_>>(line) {
+        let form = match request.answer.0.map(serde_json::value::RawValue::get) {
+            None | Some("\"json\"") => Some(Form::Json),
+            Some("\"marshal\"") => Some(Form::Marshal),
+            Some(_) => None,
+        };
+        if let Some(form) = form {
+            let body = request.request.get().as_bytes().to_vec();
+            return Ok((request.service.into_owned(), body, form));
+        }
+    }
+    let value = serde_json::from_slice::<serde_json::Value>(line).map_err(|e| e.to_string())?;
+    let serde_json::Value::Object(mut fields) = value else {
+        return Err("it is not an object of two or three fields".to_owned());
+    };
+    if !(2..=3).contains(&fields.len()) {
+        return Err("it is not an object of two or three fields".to_owned());
+    }
+    let form = match fields.remove("answer") {
+        None => Form::Json,
+        Some(serde_json::Value::String(form)) if form == "json" => Form::Json,
+        Some(serde_json::Value::String(form)) if form == "marshal" => Form::Marshal,
+        Some(_) => return Err("its `answer` is \"json\" or \"marshal\"".to_owned()),
+    };
+    match (fields.remove("service"), fields.remove("request")) {
+        (Some(serde_json::Value::String(service)), Some(request)) if fields.is_empty() => {
+            let body = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
+            Ok((service, body, form))
+        }
+        _ => {
+            Err("it needs a string `service` and a `request`, and may have an `answer`".to_owned())
+        }
+    }
 }
 
 /// How a channel request wants a service's answer.
@@ -288,6 +350,126 @@ pub(crate) fn response(ctx: &mut WasiCtx, mem: &mut [u8], buf: i32, buf_len: i32
 
 #[cfg(test)]
 mod tests {
+    use super::{Channel, Form, ok_answer, request_of};
+    use serde_json::{Value, json};
+
+    /// What `request_of` makes of `line`, with the body as text.
+    fn read(line: &str) -> Result<(String, String, Form), String> {
+        request_of(line.as_bytes())
+            .map(|(service, body, form)| (service, String::from_utf8(body).unwrap(), form))
+    }
+
+    #[test]
+    fn a_request_goes_on_as_the_text_it_came_in() {
+        let line = r#"{"service": "tools", "request": {"op": "call", "arguments": {"b": 1, "a": [1.50, "x"]}}}"#;
+        assert_eq!(
+            read(line).unwrap(),
+            (
+                "tools".to_owned(),
+                r#"{"op": "call", "arguments": {"b": 1, "a": [1.50, "x"]}}"#.to_owned(),
+                Form::Json
+            )
+        );
+        let line = r#"{"answer": "marshal", "request": null, "service": "pro\u0067ress"}"#;
+        assert_eq!(
+            read(line).unwrap(),
+            ("progress".to_owned(), "null".to_owned(), Form::Marshal)
+        );
+        let line = r#"{"service": "kv", "request": [], "answer": "json"}"#;
+        assert_eq!(
+            read(line).unwrap(),
+            ("kv".to_owned(), "[]".to_owned(), Form::Json)
+        );
+        // A repeated member is read as values, as before: the last one counts.
+        let line = r#"{"service": "a", "service": "kv", "request": {"k": 1}}"#;
+        assert_eq!(
+            read(line).unwrap(),
+            ("kv".to_owned(), r#"{"k":1}"#.to_owned(), Form::Json)
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_not_a_request_says_why() {
+        let why = |line: &str| read(line).unwrap_err();
+        assert!(why("not json").contains("expected"), "{}", why("not json"));
+        for line in [
+            r#"[1, 2]"#,
+            r#"{"service": "kv"}"#,
+            r#"{"a": 1, "b": 2, "c": 3, "d": 4}"#,
+        ] {
+            assert_eq!(
+                why(line),
+                "it is not an object of two or three fields",
+                "{line}"
+            );
+        }
+        for line in [
+            r#"{"service": 1, "request": {}}"#,
+            r#"{"service": "kv", "req": {}}"#,
+            r#"{"service": "kv", "request": {}, "extra": 1}"#,
+        ] {
+            assert_eq!(
+                why(line),
+                "it needs a string `service` and a `request`, and may have an `answer`",
+                "{line}"
+            );
+        }
+        for line in [
+            r#"{"service": "kv", "request": {}, "answer": "xml"}"#,
+            r#"{"service": "kv", "request": {}, "answer": null}"#,
+            r#"{"service": "kv", "request": {}, "answer": ["json"]}"#,
+        ] {
+            assert_eq!(
+                why(line),
+                r#"its `answer` is "json" or "marshal""#,
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_is_one_line_whatever_the_service_wrote() {
+        let line = |answer: &[u8]| {
+            let line = ok_answer(answer);
+            assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+            assert_eq!(line.last(), Some(&b'\n'));
+            String::from_utf8(line).unwrap()
+        };
+        // Compact JSON is copied as it is, its members in their order.
+        assert_eq!(
+            line(br#"{"tool":"t","ok":true,"output":{"z":1,"a":"\u00e9\n"}}"#),
+            "{\"ok\":{\"tool\":\"t\",\"ok\":true,\"output\":{\"z\":1,\"a\":\"\\u00e9\\n\"}}}\n"
+        );
+        // JSON on many lines is written compact, anything else as a string.
+        let pretty = serde_json::to_vec_pretty(&json!({"a": [1, 2], "b": "c"})).unwrap();
+        let value: Value = serde_json::from_str(&line(&pretty)).unwrap();
+        assert_eq!(value, json!({"ok": {"a": [1, 2], "b": "c"}}));
+        for answer in [&b"not json"[..], b"{\"a\": 1} trailing", b"", b"\xff\xfe"] {
+            let value: Value = serde_json::from_str(&line(answer)).unwrap();
+            assert_eq!(
+                value,
+                json!({"ok": String::from_utf8_lossy(answer)}),
+                "{answer:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_are_read_in_order_across_reads() {
+        let mut channel = Channel::default();
+        let mut buf = [0u8; 5];
+        channel.answers.extend(b"abcdefg");
+        assert_eq!(channel.read(&mut buf), 5);
+        assert_eq!(&buf, b"abcde");
+        // The queue wraps around its buffer: the next read takes from both of its halves.
+        channel.answers.extend(b"hijkl");
+        assert_eq!(channel.read(&mut buf), 5);
+        assert_eq!(&buf, b"fghij");
+        assert_eq!(channel.read(&mut buf), 2);
+        assert_eq!(&buf[..2], b"kl");
+        assert_eq!(channel.read(&mut buf), 0);
+    }
+
     #[test]
     fn the_channel_is_named_in_the_temp_dir() {
         assert_eq!(
