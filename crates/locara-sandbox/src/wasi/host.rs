@@ -392,38 +392,32 @@ mod tests {
     fn a_line_that_is_not_a_request_says_why() {
         let why = |line: &str| read(line).unwrap_err();
         assert!(why("not json").contains("expected"), "{}", why("not json"));
-        for line in [
-            r#"[1, 2]"#,
-            r#"{"service": "kv"}"#,
-            r#"{"a": 1, "b": 2, "c": 3, "d": 4}"#,
+        let (shape, members) = (
+            "it is not an object of two or three fields",
+            "it needs a string `service` and a `request`, and may have an `answer`",
+        );
+        let answer = r#"its `answer` is "json" or "marshal""#;
+        for (line, expected) in [
+            (r#"[1, 2]"#, shape),
+            (r#"{"service": "kv"}"#, shape),
+            (r#"{"a": 1, "b": 2, "c": 3, "d": 4}"#, shape),
+            (r#"{"service": 1, "request": {}}"#, members),
+            (r#"{"service": "kv", "req": {}}"#, members),
+            (r#"{"service": "kv", "request": {}, "extra": 1}"#, members),
+            (
+                r#"{"service": "kv", "request": {}, "answer": "xml"}"#,
+                answer,
+            ),
+            (
+                r#"{"service": "kv", "request": {}, "answer": null}"#,
+                answer,
+            ),
+            (
+                r#"{"service": "kv", "request": {}, "answer": ["json"]}"#,
+                answer,
+            ),
         ] {
-            assert_eq!(
-                why(line),
-                "it is not an object of two or three fields",
-                "{line}"
-            );
-        }
-        for line in [
-            r#"{"service": 1, "request": {}}"#,
-            r#"{"service": "kv", "req": {}}"#,
-            r#"{"service": "kv", "request": {}, "extra": 1}"#,
-        ] {
-            assert_eq!(
-                why(line),
-                "it needs a string `service` and a `request`, and may have an `answer`",
-                "{line}"
-            );
-        }
-        for line in [
-            r#"{"service": "kv", "request": {}, "answer": "xml"}"#,
-            r#"{"service": "kv", "request": {}, "answer": null}"#,
-            r#"{"service": "kv", "request": {}, "answer": ["json"]}"#,
-        ] {
-            assert_eq!(
-                why(line),
-                r#"its `answer` is "json" or "marshal""#,
-                "{line}"
-            );
+            assert_eq!(why(line), expected, "{line}");
         }
     }
 
