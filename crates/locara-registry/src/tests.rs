@@ -348,7 +348,7 @@ fn a_cache_entry_changed_after_its_version_was_recorded_is_hashed_again() {
         !record.exists(),
         "a version changed less than SETTLE ago is never recorded"
     );
-    std::thread::sleep(crate::stamp::SETTLE + std::time::Duration::from_millis(100));
+    std::thread::sleep(locara_stamp::SETTLE + std::time::Duration::from_millis(100));
     assert_eq!(
         f.reopen().resolve(&tool).unwrap().wasm().unwrap().to_vec(),
         wasm("chunk")
@@ -394,7 +394,7 @@ fn a_recorded_cache_entry_is_read_only_when_its_bytes_are_asked_for() {
     let tool = "text.chunk".parse().unwrap();
     let cached = f.cache_path(&published.artifact_digest);
     f.resolve("text.chunk").unwrap();
-    std::thread::sleep(crate::stamp::SETTLE + std::time::Duration::from_millis(100));
+    std::thread::sleep(locara_stamp::SETTLE + std::time::Duration::from_millis(100));
     f.reopen().resolve(&tool).unwrap();
     assert!(cached.with_extension("verified").exists(), "recorded");
 
@@ -421,7 +421,7 @@ fn a_recorded_cache_entry_is_read_only_when_its_bytes_are_asked_for() {
     // Restored, then changed after it was verified: the entry is hashed when read, found
     // changed, and the registry's copy is used; both changed, the bytes are refused.
     std::fs::write(&cached, &kept.0).unwrap();
-    std::thread::sleep(crate::stamp::SETTLE + std::time::Duration::from_millis(100));
+    std::thread::sleep(locara_stamp::SETTLE + std::time::Duration::from_millis(100));
     f.reopen().resolve(&tool).unwrap();
     let artifact = f.reopen().resolve(&tool).unwrap();
     assert_eq!(

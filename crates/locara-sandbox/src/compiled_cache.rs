@@ -21,18 +21,16 @@
 //! The checksum is computed once per version of an entry's file, not once per process: after
 //! an entry's code matched its checksum, its [`Stamp`] (device, inode, size, `mtime`, `ctime`)
 //! is recorded beside it (`<entry>.verified`, with the checksum), and a later open that finds
-//! the same stamp and checksum skips the hash. The kernel sets `ctime` to the current time on
-//! every write, truncation, rename over or `utimes`, and nothing sets it to a chosen value, so
-//! a file changed in any way since it was hashed has another stamp. Timestamps are coarse (a
-//! clock tick), so a stamp is only recorded, and only trusted, once its `ctime` is [`SETTLE`]
-//! older than the moment the file was opened: any change after that gets a later `ctime`.
+//! the same stamp and checksum skips the hash. What a version is and when it may be trusted
+//! ([`locara_stamp::SETTLE`]: the kernel moves `ctime` on every change and nothing sets it back) is
+//! `locara-stamp`'s rule, which the registry's artifact cache shares.
 
 use std::{
     fs::File,
     io::{Read as _, Write as _},
-    os::unix::fs::{FileExt as _, MetadataExt as _},
+    os::unix::fs::FileExt as _,
     path::{Path, PathBuf},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::SystemTime,
 };
 
 const MAGIC: &[u8; 8] = b"LCWASM02";
@@ -43,10 +41,7 @@ const MAX_KEY_BYTES: usize = 128;
 const MAX_ENTRY_BYTES: u64 = 2 << 30;
 /// How much of the code is hashed at a time.
 const CHUNK_BYTES: usize = 1 << 20;
-/// How long after a file's last change its stamp starts to be trusted: well above the
-/// coarsest timestamp granularity of the file systems a cache may be on (two seconds).
-pub(crate) const SETTLE: Duration = Duration::from_secs(3);
-const RECORD_FORMAT: &str = "locara-verified/1";
+use locara_stamp::Stamp;
 
 /// The path of `key`'s entry in `dir`, for an engine whose compatibility hash is `engine`.
 pub(crate) fn path_of(dir: &Path, key: &str, engine: u64) -> PathBuf {
@@ -137,7 +132,7 @@ pub(crate) fn open(path: &Path, key: &str) -> Result<File, Miss> {
     // This version of the file was hashed before: the record of its stamp says so.
     let stamp = Stamp::of(&meta);
     let record = record_of(path);
-    if stamp.settled_before(opened) && recorded(&record) == Some(stamp.line(checksum)) {
+    if stamp.settled_before(opened) && recorded(&record) == Some(record_line(&stamp, checksum)) {
         return Ok(file);
     }
 
@@ -159,48 +154,21 @@ pub(crate) fn open(path: &Path, key: &str) -> Result<File, Miss> {
     // Recorded only if the file did not change while it was hashed, and long enough ago.
     if stamp.settled_before(opened)
         && file.metadata().is_ok_and(|m| Stamp::of(&m) == stamp)
-        && let Err(error) = write(dir_of(path), &record, stamp.line(checksum).as_bytes())
+        && let Err(error) = write(
+            dir_of(path),
+            &record,
+            record_line(&stamp, checksum).as_bytes(),
+        )
     {
         tracing::warn!(path = %record.display(), %error, "could not record a verification");
     }
     Ok(file)
 }
 
-/// The version of an open file: device, inode, size, `mtime` and `ctime` (seconds and
-/// nanoseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp([i128; 7]);
-
-impl Stamp {
-    fn of(meta: &std::fs::Metadata) -> Stamp {
-        Stamp([
-            i128::from(meta.dev()),
-            i128::from(meta.ino()),
-            i128::from(meta.size()),
-            i128::from(meta.mtime()),
-            i128::from(meta.mtime_nsec()),
-            i128::from(meta.ctime()),
-            i128::from(meta.ctime_nsec()),
-        ])
-    }
-
-    /// Whether the file's last change was at least [`SETTLE`] before `opened`.
-    fn settled_before(&self, opened: SystemTime) -> bool {
-        let Ok(opened) = opened.duration_since(UNIX_EPOCH) else {
-            return false;
-        };
-        let changed_ns = self.0[5] * 1_000_000_000 + self.0[6];
-        changed_ns + (SETTLE.as_nanos() as i128) < (opened.as_nanos() as i128)
-    }
-
-    /// The record of this version, whose code hashed to `checksum`.
-    fn line(&self, checksum: &[u8]) -> String {
-        let [dev, ino, size, mtime, mtime_ns, ctime, ctime_ns] = self.0;
-        let checksum: String = checksum.iter().map(|b| format!("{b:02x}")).collect();
-        format!(
-            "{RECORD_FORMAT} blake3:{checksum} dev:{dev} ino:{ino} size:{size} mtime:{mtime}.{mtime_ns:09} ctime:{ctime}.{ctime_ns:09}\n"
-        )
-    }
+/// The record of the entry stamped `stamp` whose code hashed to `checksum`.
+fn record_line(stamp: &Stamp, checksum: &[u8]) -> String {
+    let checksum: String = checksum.iter().map(|b| format!("{b:02x}")).collect();
+    stamp.record(&format!("blake3:{checksum}"))
 }
 
 /// Where the stamp of the entry at `path` is recorded once its code matched its checksum.
@@ -286,7 +254,7 @@ mod tests {
             !record_of(&path).exists(),
             "a version changed less than SETTLE ago is never recorded"
         );
-        std::thread::sleep(SETTLE + Duration::from_millis(100));
+        std::thread::sleep(locara_stamp::SETTLE + std::time::Duration::from_millis(100));
         assert!(open(&path, "key-a").is_ok());
         assert!(record_of(&path).exists(), "the settled version is recorded");
         assert!(open(&path, "key-a").is_ok());
