@@ -703,7 +703,8 @@ impl Locara {
     /// Everything an agent needs to call `tool` (`id` or `id@version`; a bare id is the newest).
     ///
     /// # Errors
-    /// `invalid_tool_ref` or `not_found`, with the ids that do exist.
+    /// `invalid_tool_ref` or `not_found`, naming the closest tools that do exist (at most ten,
+    /// `locara_manifest::available_list`).
     pub fn describe(&self, tool: &str) -> Result<ToolDescription, Error> {
         let reference: ToolRef = tool.trim().parse().map_err(|e: locara_manifest::Error| {
             Error::new(
@@ -721,7 +722,10 @@ impl Locara {
                 .collect();
             Error::new(
                 "not_found",
-                format!("no tool `{reference}`; available: {}", ids.join(", ")),
+                format!(
+                    "no tool `{reference}`; {}",
+                    locara_manifest::available_list(&reference.to_string(), &ids)
+                ),
                 "search the catalog for a tool that fits",
             )
         })?;

@@ -41,7 +41,21 @@ fn list_search_and_describe_the_catalog() {
     assert_eq!(description.artifact_sha256.len(), 64);
     let error = locara.describe("text.chunker").unwrap_err();
     assert_eq!(error.code(), "not_found");
-    assert!(error.to_string().contains("text.chunk@0.1.0"));
+    // The closest tool first, and a count of the rest rather than the whole catalog.
+    let message = error.to_string();
+    assert!(
+        message.starts_with("no tool `text.chunker`; available: text.chunk@0.1.0, "),
+        "{message}"
+    );
+    let catalog = locara.list().len();
+    assert!(catalog > locara_manifest::AVAILABLE_LISTED, "{catalog}");
+    assert!(
+        message.ends_with(&format!(
+            ", and {} more",
+            catalog - locara_manifest::AVAILABLE_LISTED
+        )),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,7 +44,7 @@ pub use crate::{
     hash::Sha256Hex,
     limits::{EffectiveLimits, LimitsSpec},
     lock::{LockedTool, Lockfile},
-    name::{ToolName, ToolRef},
+    name::{AVAILABLE_LISTED, ToolName, ToolRef, available_list},
     time::rfc3339_utc,
     tool::{
         Artifact, Derivation, FsAccess, Interpreter, ModelDependency, NetAccess, PackageFile,

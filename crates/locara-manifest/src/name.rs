@@ -220,3 +220,62 @@ impl schemars::JsonSchema for ToolRef {
         })
     }
 }
+
+/// How many names [`available_list`] shows at most.
+pub const AVAILABLE_LISTED: usize = 10;
+
+/// `available: a, b, c`: the end of an error about a tool that does not exist, naming the tools
+/// (`names`, ids or `id@version`s, or another catalog's names) that do. At most
+/// [`AVAILABLE_LISTED`] are shown, the closest to `wanted` first (same first segment, then
+/// containing its last segment, then the longest common prefix; ties in the given order),
+/// followed by how many more there are, so that an error read by a language model stays short
+/// however large the catalog: the catalog's search finds the rest.
+///
+/// ```
+/// use locara_manifest::available_list;
+///
+/// assert_eq!(available_list("text.chonk", &["pdf.split", "text.chunk"]), "available: text.chunk, pdf.split");
+/// let many: Vec<String> = (0..25).map(|i| format!("tool.t{i:02}")).collect();
+/// let listed = available_list("pdf.split", &many);
+/// assert!(listed.starts_with("available: tool.t00, tool.t01, "), "{listed}");
+/// assert!(listed.ends_with(", tool.t09, and 15 more"), "{listed}");
+/// ```
+pub fn available_list<S: AsRef<str>>(wanted: &str, names: &[S]) -> String {
+    fn id(s: &str) -> String {
+        s.split('@').next().unwrap_or(s).to_ascii_lowercase()
+    }
+    let separators = ['.', '_', '-'];
+    let wanted = id(wanted);
+    let first = wanted.split(separators).next().unwrap_or_default();
+    let last = wanted.rsplit(separators).next().unwrap_or_default();
+    let closeness = |name: &str| {
+        let name = id(name);
+        let common = wanted
+            .chars()
+            .zip(name.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        (
+            name.split(separators).next() == Some(first),
+            !last.is_empty() && name.contains(last),
+            common,
+        )
+    };
+    let mut ranked: Vec<(_, &str)> = names
+        .iter()
+        .map(|n| (closeness(n.as_ref()), n.as_ref()))
+        .collect();
+    // Stable: among names as close as each other, the given order stays.
+    ranked.sort_by_key(|(closeness, _)| std::cmp::Reverse(*closeness));
+    let shown: Vec<&str> = ranked
+        .iter()
+        .take(AVAILABLE_LISTED)
+        .map(|(_, n)| *n)
+        .collect();
+    let more = names.len().saturating_sub(AVAILABLE_LISTED);
+    if more == 0 {
+        format!("available: {}", shown.join(", "))
+    } else {
+        format!("available: {}, and {more} more", shown.join(", "))
+    }
+}

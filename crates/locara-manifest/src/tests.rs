@@ -936,3 +936,55 @@ fn net_hosts_in_manifests_are_host_names_or_addresses() {
         ]],
     );
 }
+
+/// A catalog of more than ten tools, an unknown tool is reported against.
+const CATALOG: [&str; 14] = [
+    "archive.zip",
+    "audio.transcribe",
+    "calendar.add-event",
+    "file.edit",
+    "filesystem.list",
+    "filesystem.read",
+    "filesystem.search",
+    "image.resize",
+    "mail.send",
+    "pdf.extract-text",
+    "pdf.split",
+    "text.chunk",
+    "text.classify",
+    "web.fetch",
+];
+
+#[test]
+fn an_unknown_tool_is_reported_with_the_closest_few_of_a_large_catalog() {
+    let check = |wanted: &str, expect: Expect| {
+        expect.assert_eq(&crate::available_list(wanted, &CATALOG));
+    };
+    check(
+        "text.chunker@0.1.0",
+        expect![
+            "available: text.chunk, text.classify, archive.zip, audio.transcribe, calendar.add-event, file.edit, filesystem.list, filesystem.read, filesystem.search, image.resize, and 4 more"
+        ],
+    );
+    check(
+        "filesystem.grep",
+        expect![
+            "available: filesystem.list, filesystem.read, filesystem.search, file.edit, archive.zip, audio.transcribe, calendar.add-event, image.resize, mail.send, pdf.extract-text, and 4 more"
+        ],
+    );
+    // Another catalog's names (an MCP client's `text_chunk`), and a bare last segment.
+    let names: Vec<String> = CATALOG
+        .iter()
+        .map(|id| id.replace(['.', '-'], "_"))
+        .collect();
+    expect!["available: pdf_split, pdf_extract_text, archive_zip, audio_transcribe, calendar_add_event, file_edit, filesystem_list, filesystem_read, filesystem_search, image_resize, and 4 more"]
+        .assert_eq(&crate::available_list("pdf_splitter", &names));
+    assert!(crate::available_list("split", &CATALOG).starts_with("available: pdf.split, "));
+    // Up to ten are listed whole, in the order given when none is closer.
+    let ten = &CATALOG[..crate::AVAILABLE_LISTED];
+    assert_eq!(
+        crate::available_list("zzz", ten),
+        format!("available: {}", ten.join(", "))
+    );
+    assert!(crate::available_list("zzz", &CATALOG[..11]).ends_with(", and 1 more"));
+}

@@ -230,7 +230,10 @@ impl LocaraMcp {
         if !self.tools.iter().any(|t| t.name == name) {
             let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
             return Err(ErrorData::invalid_params(
-                format!("unknown tool `{name}`; available: {}", names.join(", ")),
+                format!(
+                    "unknown tool `{name}`; {}",
+                    locara_manifest::available_list(name, &names)
+                ),
                 None,
             ));
         }

@@ -165,11 +165,19 @@ async fn a_call_that_could_not_run_is_an_error_result_too() {
 async fn only_an_unknown_tool_name_is_a_protocol_error() {
     let (_home, server) = server();
     let error = server
-        .call("no.such-tool", JsonObject::new())
+        .call("text.chunker", JsonObject::new())
         .await
         .unwrap_err();
     assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-    assert!(error.message.contains("text.chunk"), "{}", error.message);
+    // The closest name first; a catalog of more than ten is not listed whole.
+    assert!(
+        error
+            .message
+            .starts_with("unknown tool `text.chunker`; available: text.chunk, "),
+        "{}",
+        error.message
+    );
+    assert!(error.message.ends_with(" more"), "{}", error.message);
 }
 
 #[test]

@@ -338,7 +338,7 @@ pub enum Error {
     #[error(
         "tool `{reference}` is not in the registry at `{}`; {}",
         registry.display(),
-        list_available(available)
+        list_available(reference, available)
     )]
     ToolNotFound {
         /// The reference as asked for, e.g. `text.chunk@0.3.0`.
@@ -346,7 +346,8 @@ pub enum Error {
         /// The registry root.
         registry: PathBuf,
         /// What the registry holds (of this id if it has any version of it, else everything),
-        /// as `id@version`, sorted.
+        /// as `id@version`, sorted (the message names the closest few,
+        /// [`locara_manifest::available_list`]).
         available: Vec<String>,
     },
 
@@ -369,11 +370,11 @@ pub enum Error {
     NoLockfile,
 }
 
-fn list_available(available: &[String]) -> String {
+fn list_available(reference: &str, available: &[String]) -> String {
     if available.is_empty() {
         "it holds no tools (publish them with `cargo xtask build-tools`)".to_owned()
     } else {
-        format!("available: {}", available.join(", "))
+        locara_manifest::available_list(reference, available)
     }
 }
 
