@@ -234,13 +234,18 @@ fn check(fixture: &Fixture, report: &Value) {
     let error = first_text(limit);
     locara_test_artifacts::assert_an_endless_loop_names_its_limit(&error);
 
-    // 5. An unknown tool: the one JSON-RPC error, invalid params, naming what exists.
+    // 5. An unknown tool: the one JSON-RPC error, invalid params, naming what exists (the
+    // closest ten, and a count of the rest).
     let unknown = &results[3]["protocolError"];
     assert_eq!(unknown["code"], json!(-32602), "{:#}", results[3]);
-    assert!(
-        unknown["message"].as_str().unwrap().contains("text.chunk"),
-        "{unknown:#}"
-    );
+    let message = unknown["message"].as_str().unwrap();
+    let listed = message
+        .strip_prefix("unknown tool `no.such-tool`; available: ")
+        .unwrap_or_else(|| panic!("{unknown:#}"));
+    let (names, more) = listed.rsplit_once(", and ").unwrap_or((listed, ""));
+    assert_eq!(names.split(", ").count(), 10, "{unknown:#}");
+    assert!(names.contains("filesystem.read"), "{unknown:#}");
+    assert!(more.ends_with(" more"), "{unknown:#}");
 }
 
 #[test]
