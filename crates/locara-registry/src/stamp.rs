@@ -1,9 +1,10 @@
 //! The registry's records of artifact versions that hashed correctly, so that a cached
 //! artifact hashed once need not be hashed again by every new process while it stays the same
-//! file. What a version is ([`Stamp`]: device, inode, size, `mtime`, `ctime`) and when it may be
-//! trusted ([`locara_stamp::SETTLE`]) is `locara-stamp`'s rule, which the sandbox's compiled-module cache
-//! shares: the kernel moves `ctime` on every change and nothing sets it back, and a stamp is
-//! only trusted, and only recorded, once its `ctime` is `SETTLE` older than the open.
+//! file. What a version is ([`Stamp`]: device, inode, size, `mtime`, `ctime`) and when it may
+//! be trusted ([`locara_stamp::SETTLE`]) is `locara-stamp`'s rule, which the sandbox's
+//! compiled-module cache shares: the kernel moves `ctime` on every change and nothing sets it
+//! back, and a stamp is only trusted, and only recorded, once its `ctime` is `SETTLE` older
+//! than the open.
 //!
 //! After hashing an entry, the registry records its stamp next to it (`<hex>.verified`); a
 //! later load that finds the same stamp on the opened file skips the hash, and reads the bytes

@@ -22,8 +22,8 @@
 //! an entry's code matched its checksum, its [`Stamp`] (device, inode, size, `mtime`, `ctime`)
 //! is recorded beside it (`<entry>.verified`, with the checksum), and a later open that finds
 //! the same stamp and checksum skips the hash. What a version is and when it may be trusted
-//! ([`locara_stamp::SETTLE`]: the kernel moves `ctime` on every change and nothing sets it back) is
-//! `locara-stamp`'s rule, which the registry's artifact cache shares.
+//! ([`locara_stamp::SETTLE`]: the kernel moves `ctime` on every change and nothing sets it
+//! back) is `locara-stamp`'s rule, which the registry's artifact cache shares.
 
 use std::{
     fs::File,
@@ -33,6 +33,8 @@ use std::{
     time::SystemTime,
 };
 
+use locara_stamp::Stamp;
+
 const MAGIC: &[u8; 8] = b"LCWASM02";
 const CHECKSUM_BYTES: usize = 32;
 /// The longest a key may be (`is_valid_cache_key`).
@@ -41,7 +43,6 @@ const MAX_KEY_BYTES: usize = 128;
 const MAX_ENTRY_BYTES: u64 = 2 << 30;
 /// How much of the code is hashed at a time.
 const CHUNK_BYTES: usize = 1 << 20;
-use locara_stamp::Stamp;
 
 /// The path of `key`'s entry in `dir`, for an engine whose compatibility hash is `engine`.
 pub(crate) fn path_of(dir: &Path, key: &str, engine: u64) -> PathBuf {
