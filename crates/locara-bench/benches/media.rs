@@ -6,6 +6,9 @@
 //! - sandbox: the same call through Locara's whole pipeline on Wasmtime (verification, schemas,
 //!   the file staged from base64, limits, output files collected), warm: the module is compiled
 //!   and cached before measuring.
+//! - sandbox, fuel not metered: the same, on a host built `with_fuel_metering(false)` (each
+//!   call bounded by its deadline only), which shows what metering fuel costs each tool. It is
+//!   reported beside the target, not against it: the default host meters.
 //!
 //! The target is at most 1.5× per tool, and a whole dense page read by `ocr` in the sandbox in
 //! at most 5 s. Inputs are real files: Debian's libtasn1 manual (libtasn1-doc), one of its
@@ -174,6 +177,13 @@ fn main() -> Result<()> {
             .with_engine(BackendKind::Wasmtime)
             .with_compiled_cache(SHARED_COMPILED_CACHE),
     )?;
+    // The same host without fuel metering (`with_fuel_metering(false)`): what the meter costs.
+    let unmetered = Locara::new(
+        &LocaraConfig::new(home.path())
+            .with_engine(BackendKind::Wasmtime)
+            .with_compiled_cache(SHARED_COMPILED_CACHE)
+            .with_fuel_metering(false),
+    )?;
     let mut rows = Vec::new();
     let mut ratios = Vec::new();
     let mut page_p50 = None;
@@ -204,31 +214,48 @@ fn main() -> Result<()> {
         // Compile (or load from the cache) before measuring, and check both agree.
         let in_sandbox = sandbox_call(&rt, &locara, case.tool, &sandboxed)?;
         let natively = native_call(case, &native_args, inputs.path())?;
-        ensure!(
-            (case.compared)(&in_sandbox) == (case.compared)(&natively),
-            "{}: the sandbox and native outputs differ:\n{in_sandbox}\n{natively}",
-            case.name
-        );
+        let not_metered = sandbox_call(&rt, &unmetered, case.tool, &sandboxed)?;
+        for (side, output) in [
+            ("sandbox", &in_sandbox),
+            ("unmetered sandbox", &not_metered),
+        ] {
+            ensure!(
+                (case.compared)(output) == (case.compared)(&natively),
+                "{}: the {side} and native outputs differ:\n{output}\n{natively}",
+                case.name
+            );
+        }
         for _ in 0..warmup {
             sandbox_call(&rt, &locara, case.tool, &sandboxed)?;
+            sandbox_call(&rt, &unmetered, case.tool, &sandboxed)?;
             native_call(case, &native_args, inputs.path())?;
         }
-        let (mut sandbox_times, mut native_times) = (Vec::new(), Vec::new());
+        let (mut sandbox_times, mut unmetered_times, mut native_times) =
+            (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..samples {
             let started = Instant::now();
             sandbox_call(&rt, &locara, case.tool, &sandboxed)?;
             sandbox_times.push(started.elapsed());
             let started = Instant::now();
+            sandbox_call(&rt, &unmetered, case.tool, &sandboxed)?;
+            unmetered_times.push(started.elapsed());
+            let started = Instant::now();
             native_call(case, &native_args, inputs.path())?;
             native_times.push(started.elapsed());
         }
         let sandbox = row(format!("{} sandbox (wasmtime)", case.name), &sandbox_times);
+        let unmetered = row(
+            format!("{} sandbox (wasmtime, fuel not metered)", case.name),
+            &unmetered_times,
+        );
         let native = row(format!("{} native", case.name), &native_times);
         if case.tool == "ocr" {
             page_p50 = Some(sandbox.summary.p50);
         }
         ratios.push(Ratio::of(&sandbox, &native, Some(Target::AtMost(1.5))));
+        ratios.push(Ratio::of(&unmetered, &native, None));
         rows.push(sandbox);
+        rows.push(unmetered);
         rows.push(native);
     }
     print!("{}", render(&rows, &ratios));

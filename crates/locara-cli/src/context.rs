@@ -31,6 +31,8 @@ pub(crate) struct Context {
     pub(crate) engine: crate::cli::Engine,
     /// `--temp-dir`: where calls' temp dirs are made.
     temp_dir: Option<PathBuf>,
+    /// `--no-fuel-metering`.
+    no_fuel_metering: bool,
     /// `--user`: who calls are made for.
     user: Option<String>,
     /// The app manifest, read when a facade is opened (so a broken one does not stop `keygen`).
@@ -83,6 +85,7 @@ impl Context {
             home,
             engine: cli.engine,
             temp_dir: cli.temp_dir.clone(),
+            no_fuel_metering: cli.no_fuel_metering,
             user: cli.user.clone().filter(|u| !u.trim().is_empty()),
             app_file,
             json: cli.json,
@@ -233,6 +236,7 @@ impl Context {
         }
         let mut config = LocaraConfig::new(&self.home)
             .with_engine(self.engine.kind())
+            .with_fuel_metering(!self.no_fuel_metering)
             .with_approver(self.approver.clone());
         if let Some(dir) = &self.temp_dir {
             config = config.with_temp_root(dir);

@@ -232,6 +232,28 @@ fn run_text_chunk_returns_chunks_that_rejoin() {
     assert_eq!(response["tool"], "text.chunk@0.1.0");
     assert_eq!(response["stats"]["engine"], "wasmtime");
     assert_eq!(rejoin(&response["output"]), "a b");
+    assert_eq!(response["stats"]["limits"].get("not_enforced"), None);
+
+    // `--no-fuel-metering`: the same output, bounded by time; the report says fuel was not
+    // enforced.
+    let unmetered = cli
+        .expect(
+            0,
+            &[
+                "--json",
+                "--no-fuel-metering",
+                "run",
+                "text.chunk",
+                r#"{"text": "a b"}"#,
+            ],
+        )
+        .json();
+    assert_eq!(unmetered["output"], response["output"]);
+    assert_eq!(unmetered["stats"]["fuel_consumed"], 0);
+    assert_eq!(
+        unmetered["stats"]["limits"]["not_enforced"],
+        json!(["fuel"])
+    );
 }
 
 #[test]

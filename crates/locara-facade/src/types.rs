@@ -360,6 +360,11 @@ pub struct LimitsReport {
     /// fuel slices and at host calls). Empty when every limit is exact.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub periodic: Vec<String>,
+    /// Limits not enforced on this call: `fuel` when the host runs Wasmtime without metering
+    /// it ([`LocaraConfig::meter_fuel`](crate::LocaraConfig::meter_fuel)), where `wall_time`
+    /// bounds the call instead. Empty when every limit is enforced.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub not_enforced: Vec<String>,
 }
 
 /// A chain of calls: a small orchestration language (docs/chains.md). Each step's arguments

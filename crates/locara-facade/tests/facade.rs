@@ -89,6 +89,53 @@ async fn run_reports_success_failure_and_refusal_as_agents_see_them() {
     }
 }
 
+/// A host that bounds calls by time alone (`with_fuel_metering(false)`) gets the same outputs,
+/// and each report says the fuel limit was not enforced and counts no fuel; wasmi meters
+/// anyway. By default every limit is enforced and the report has no `not_enforced`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_fuel_metering_reports_say_fuel_was_not_enforced() {
+    let home = TestHome::new();
+    let request = || {
+        RunRequest::new(
+            "text.chunk",
+            json!({"text": "One. Two. Three.", "max_chars": 6}),
+        )
+    };
+    for engine in BackendKind::ALL {
+        let metered = locara(&home, engine, Grants::new())
+            .run(request())
+            .await
+            .unwrap();
+        let unmetered = Locara::new(
+            &LocaraConfig::new(home.path())
+                .with_engine(engine)
+                .with_fuel_metering(false),
+        )
+        .unwrap()
+        .run(request())
+        .await
+        .unwrap();
+        assert!(metered.ok && unmetered.ok, "{metered:?} {unmetered:?}");
+        assert_eq!(metered.output, unmetered.output);
+        let (metered, unmetered) = (
+            serde_json::to_value(&metered).unwrap(),
+            serde_json::to_value(&unmetered).unwrap(),
+        );
+        assert!(metered["stats"]["fuel_consumed"].as_u64().unwrap() > 0);
+        assert_eq!(metered["stats"]["limits"].get("not_enforced"), None);
+        if engine == BackendKind::Wasmtime {
+            assert_eq!(unmetered["stats"]["fuel_consumed"], json!(0));
+            assert_eq!(
+                unmetered["stats"]["limits"]["not_enforced"],
+                json!(["fuel"])
+            );
+        } else {
+            assert!(unmetered["stats"]["fuel_consumed"].as_u64().unwrap() > 0);
+            assert_eq!(unmetered["stats"]["limits"].get("not_enforced"), None);
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chain_binds_an_earlier_result() {
     let home = TestHome::new();

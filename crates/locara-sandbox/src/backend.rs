@@ -76,7 +76,9 @@ pub trait CompiledModule: Send + Sync + fmt::Debug {
     ///
     /// The call behaves as with [`run`](Self::run). The future runs the guest only while it
     /// is polled, and a poll returns (having woken its waker) after at most one slice of
-    /// guest execution ([`SLICE_FUEL`] fuel) and before any host function that may block for
+    /// guest execution ([`SLICE_FUEL`] fuel, or one epoch tick when Wasmtime does not meter
+    /// fuel: [`SandboxConfig::meter_fuel`](crate::SandboxConfig::meter_fuel)) and before any
+    /// host function that may block for
     /// long (a sleep in `poll_oneoff`, a host service that cannot answer at once): a host may
     /// poll it once on an async runtime's own thread, where a short call ends with no thread
     /// hop, and move it to a blocking thread if it is still pending. Within [`IN_PLACE`] of

@@ -71,6 +71,7 @@ pub struct SandboxConfig {
     pub(crate) background_temp_removal: bool,
     pub(crate) pooling: bool,
     pub(crate) max_concurrent_instances: u32,
+    pub(crate) meter_fuel: bool,
 }
 
 impl SandboxConfig {
@@ -83,6 +84,7 @@ impl SandboxConfig {
             background_temp_removal: false,
             pooling: true,
             max_concurrent_instances: 32,
+            meter_fuel: true,
         }
     }
 
@@ -115,6 +117,29 @@ impl SandboxConfig {
     /// until the cleaner is done. By default this option is `false`.
     pub fn remove_temp_dirs_in_background(&mut self, enable: bool) -> &mut Self {
         self.background_temp_removal = enable;
+        self
+    }
+
+    /// Whether Wasmtime meters fuel, so that a call's [`Limits::fuel`](crate::Limits::fuel) is
+    /// enforced to the instruction.
+    ///
+    /// Metering is compiled into the guest's code: a counter updated in every basic block and
+    /// checked at every loop and call. It makes guest code 20–35% slower on this project's
+    /// benchmarks (the branchy decoders of `pdf.extract-text` and `audio.detect-silence` the
+    /// most, SIMD kernels such as OCR's hardly). Without it, a call's fuel limit is not
+    /// enforced ([`Enforcement::NotEnforced`](crate::Enforcement::NotEnforced), and no fuel is
+    /// counted); the wall-clock deadline, enforced at every epoch tick (10 ms) wherever the
+    /// guest is, is then what stops a guest that runs too long, and a call driven as a future
+    /// yields at each tick instead of after each slice of fuel, so it may hold the thread that
+    /// polls it for up to a tick instead of about a millisecond. Memory, output, temp and
+    /// descriptor limits are unaffected, and so are the results of calls that stay within
+    /// their fuel. It is a choice for hosts that bound calls by time: what a call may consume
+    /// then depends on the machine and its load, not on the guest's code alone.
+    ///
+    /// wasmi always meters: fuel is how its deadline is checked while a guest runs. By default
+    /// this option is `true`.
+    pub fn meter_fuel(&mut self, enable: bool) -> &mut Self {
+        self.meter_fuel = enable;
         self
     }
 

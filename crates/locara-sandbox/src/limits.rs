@@ -142,6 +142,10 @@ pub enum Enforcement {
     /// Checked periodically: at host calls and between fuel slices; the guest can overshoot by
     /// one slice.
     Periodic,
+    /// Not enforced on this run: fuel when Wasmtime does not meter it
+    /// ([`SandboxConfig::meter_fuel`](crate::SandboxConfig::meter_fuel)), where the wall-clock
+    /// deadline is what bounds the guest.
+    NotEnforced,
 }
 
 /// For each limit, how it was enforced on this run.

@@ -89,6 +89,7 @@ pub(crate) struct WasmtimeBackend {
     cache_dir: Option<PathBuf>,
     temp_dirs: Arc<TempDirs>,
     ticker: Arc<Ticker>,
+    meter_fuel: bool,
 }
 
 pub(crate) fn engine_error(error: impl std::fmt::Display) -> Error {
@@ -101,7 +102,7 @@ pub(crate) fn engine_error(error: impl std::fmt::Display) -> Error {
 impl WasmtimeBackend {
     pub(crate) fn new(config: &SandboxConfig) -> Result<WasmtimeBackend, Error> {
         let mut wt = Config::new();
-        wt.consume_fuel(true)
+        wt.consume_fuel(config.meter_fuel)
             .epoch_interruption(true)
             .max_wasm_stack(MAX_WASM_STACK)
             .async_stack_size(ASYNC_STACK);
@@ -148,6 +149,7 @@ impl WasmtimeBackend {
             cache_dir: config.cache_dir.clone(),
             temp_dirs: TempDirs::of(config),
             ticker: Arc::new(Ticker { stop }),
+            meter_fuel: config.meter_fuel,
         })
     }
 
@@ -247,6 +249,7 @@ impl WasmtimeBackend {
             pre,
             temp_dirs: Arc::clone(&self.temp_dirs),
             _ticker: Arc::clone(&self.ticker),
+            meter_fuel: self.meter_fuel,
         }))
     }
 }
@@ -424,6 +427,8 @@ struct WasmtimeModule {
     pre: InstancePre<StoreData>,
     temp_dirs: Arc<TempDirs>,
     _ticker: Arc<Ticker>,
+    /// Whether the engine meters fuel ([`SandboxConfig::meter_fuel`]).
+    meter_fuel: bool,
 }
 
 impl std::fmt::Debug for WasmtimeModule {
@@ -489,7 +494,8 @@ impl CompiledModule for WasmtimeModule {
 
 impl WasmtimeModule {
     /// One call, from preparing the guest's world to the outcome. It yields every
-    /// [`SLICE_FUEL`] of fuel, and before a host function that may block (see [`linker`]).
+    /// [`SLICE_FUEL`] of fuel (every epoch tick when fuel is not metered), and before a host
+    /// function that may block (see [`linker`]).
     async fn call(
         &self,
         input: &[u8],
@@ -507,18 +513,26 @@ impl WasmtimeModule {
         };
         let mut store = Store::new(&self.engine, data);
         store.limiter(|data| &mut data.memory);
-        store.set_fuel(limits.fuel).map_err(engine_error)?;
-        store
-            .fuel_async_yield_interval(Some(SLICE_FUEL))
-            .map_err(engine_error)?;
+        if self.meter_fuel {
+            store.set_fuel(limits.fuel).map_err(engine_error)?;
+            store
+                .fuel_async_yield_interval(Some(SLICE_FUEL))
+                .map_err(engine_error)?;
+        }
         // At every tick, wherever the guest is: stop it if the call was cancelled or is past
-        // its deadline, else let it run one more tick.
-        store.epoch_deadline_callback(|mut store| {
+        // its deadline, else let it run one more tick. Without fuel there are no fuel slices
+        // to yield after, so the call yields here, at each tick.
+        let next = if self.meter_fuel {
+            UpdateDeadline::Continue
+        } else {
+            UpdateDeadline::Yield
+        };
+        store.epoch_deadline_callback(move |mut store| {
             store
                 .data_mut()
                 .wasi
                 .check_deadline()
-                .map(|()| UpdateDeadline::Continue(1))
+                .map(|()| next(1))
                 .map_err(wasmtime::Error::new)
         });
         store.set_epoch_deadline(1);
@@ -547,12 +561,17 @@ impl WasmtimeModule {
                 }
             },
         };
-        let fuel_consumed = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let (fuel_consumed, fuel) = if self.meter_fuel {
+            let left = store.get_fuel().unwrap_or(0);
+            (limits.fuel.saturating_sub(left), Enforcement::Exact)
+        } else {
+            (0, Enforcement::NotEnforced)
+        };
         let StoreData { wasi, memory } = store.into_data();
         let enforced = EnforcedLimits {
             memory: Enforcement::Exact,
             wall_time: Enforcement::Exact,
-            fuel: Enforcement::Exact,
+            fuel,
             output: Enforcement::Exact,
             fds: Enforcement::Exact,
         };

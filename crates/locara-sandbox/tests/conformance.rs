@@ -135,6 +135,94 @@ backend_test!(infinite_loop_is_stopped_by_the_deadline, |kind| {
     assert_eq!(outcome.enforced.wall_time, expected);
 });
 
+// With fuel metering off (`SandboxConfig::meter_fuel(false)`), Wasmtime runs guests without
+// counting fuel: a call's results are the same, its fuel limit is reported as not enforced,
+// and its deadline is what stops a guest that runs on. wasmi meters whatever the option says.
+backend_test!(without_fuel_metering_the_deadline_bounds_a_call, |kind| {
+    let mut config = SandboxConfig::new(kind);
+    config.meter_fuel(false);
+    let unmetered = Sandbox::new(&config)
+        .expect("engine starts")
+        .compile(&std::fs::read(locara_test_artifacts::PROBE).unwrap(), None)
+        .expect("the probe compiles");
+    let wasmtime = kind == BackendKind::Wasmtime;
+
+    let input = json!({"op": "echo", "n": [1, 2, 3], "s": "héllo"});
+    let outcome = run_on(&unmetered, input.clone());
+    assert_eq!(outcome.status, RunStatus::Exited(0));
+    assert_eq!(stdout_json(&outcome), stdout_json(&run(kind, input)));
+    if wasmtime {
+        assert_eq!(outcome.enforced.fuel, Enforcement::NotEnforced);
+        assert_eq!(outcome.fuel_consumed, 0);
+    } else {
+        assert_eq!(outcome.enforced.fuel, Enforcement::Exact);
+        assert!(outcome.fuel_consumed > 0);
+    }
+    assert_eq!(
+        outcome.enforced.wall_time,
+        run(kind, json!({"op": "echo"})).enforced.wall_time
+    );
+
+    // 20M fuel stops a spin within milliseconds when it is metered; unmetered, the spin runs
+    // on to its 300 ms deadline.
+    let limits = Limits {
+        fuel: 20_000_000,
+        wall_time: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let started = Instant::now();
+    let outcome = unmetered
+        .run(
+            json!({"op": "spin"}).to_string().as_bytes(),
+            &limits,
+            &Capabilities::new(),
+        )
+        .expect("the call starts");
+    let stopped_by = if wasmtime {
+        LimitKind::WallTime
+    } else {
+        LimitKind::Fuel
+    };
+    assert_eq!(outcome.status, RunStatus::LimitExceeded(stopped_by));
+    if wasmtime {
+        assert!(started.elapsed() >= Duration::from_millis(300));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    // Driven as a future, an unmetered call still yields (at each epoch tick) instead of
+    // holding the thread that polls it until it ends.
+    if wasmtime {
+        use std::task::{Context, Waker};
+        let mut call = unmetered
+            .start(locara_sandbox::RunArgs {
+                input: json!({"op": "spin"}).to_string().into_bytes(),
+                limits: Limits {
+                    wall_time: Duration::from_secs(30),
+                    ..Limits::default()
+                },
+                caps: Capabilities::new(),
+                cancel: CancelToken::new(),
+            })
+            .unwrap_or_else(|_| panic!("Wasmtime drives calls as futures"));
+        let started = Instant::now();
+        for _ in 0..3 {
+            let poll = call.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+            assert!(poll.is_pending(), "a spinning call pends after a slice");
+        }
+        // Three slices of at most a tick (10 ms) each, on a loaded machine.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "three polls took {:?}",
+            started.elapsed()
+        );
+        drop(call);
+    }
+});
+
 backend_test!(memory_bomb_is_stopped_at_the_limit, |kind| {
     let limits = Limits {
         memory_bytes: 32 << 20,
