@@ -177,6 +177,9 @@ pub struct Grant {
     /// Whether the tool may search, describe and call tools through the gateway (`tools`: it
     /// declared it, and the app granted it).
     pub(crate) tools: bool,
+    /// Whether the tool may run its models on the host (`models.run`: it declared it, and the
+    /// app granted it).
+    pub(crate) models: bool,
 }
 
 impl Grant {

@@ -138,7 +138,32 @@ impl Execute {
             .capability_requirements
             .iter()
             .any(|s| s == crate::gateway::TOOLS);
-        if !grant.hosts.is_empty() || grant.llm || grant.progress || grant.kv || declares_tools {
+        // The models the tool may run on the host: those its manifest pins, in the directory
+        // the registry verified.
+        let models = match (&self.services.models, &call.models) {
+            (Some(runner), Some(dir)) if grant.models => Some(crate::models::CallModels {
+                runner: Arc::clone(runner),
+                files: manifest
+                    .model_dependencies
+                    .iter()
+                    .map(|m| {
+                        crate::ModelFile::new(&m.name, m.sha256.to_string(), dir.join(&m.name))
+                    })
+                    .collect(),
+            }),
+            _ => None,
+        };
+        let declares_models = manifest
+            .capability_requirements
+            .iter()
+            .any(|s| s == crate::MODELS_RUN);
+        if !grant.hosts.is_empty()
+            || grant.llm
+            || grant.progress
+            || grant.kv
+            || declares_tools
+            || declares_models
+        {
             caps = caps.with_services(Arc::new(CallServices {
                 runtime,
                 config: self.services.clone(),
@@ -158,6 +183,7 @@ impl Execute {
                 } else {
                     Gateway::Undeclared
                 },
+                models,
             }));
         }
         if let Some(seed) = call.context.seed {

@@ -33,6 +33,7 @@ mod error;
 mod execute;
 mod gateway;
 mod host_tool;
+mod models;
 mod pipeline;
 mod resolve;
 mod schema;
@@ -67,6 +68,7 @@ pub use crate::{
     execute::Execute,
     gateway::{GatewayAnswer, TOOLS, ToolGateway},
     host_tool::{HOST_ENGINE, HOST_TOOL_URL, HandlerError, HostTool, ToolHandler},
+    models::{MODELS_RUN, ModelFile, ModelRunner, Tensor},
     pipeline::{Pipeline, pipeline},
     resolve::{Resolve, ResolveLayer, Resolver},
     services::{

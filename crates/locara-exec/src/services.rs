@@ -23,6 +23,10 @@
 //!   [`ToolGateway`](crate::ToolGateway) (see `gateway.rs`). Like progress it is optional for
 //!   the app: a tool that declares it runs without the grant, and its requests are refused.
 //!
+//! - [`MODELS_RUN`](crate::MODELS_RUN) runs the tool's pinned models on the host (see
+//!   `models.rs`). Like progress it is optional for the app: a tool that declares it runs
+//!   without the grant, and runs its models itself.
+//!
 //! This module decides and speaks JSON; the bytes go over an [`HttpClient`] the host supplies
 //! (`locara-http` has one), so the pipeline itself opens no sockets.
 //!
@@ -257,6 +261,9 @@ pub struct ServicesConfig {
     pub llm: Option<LlmEndpoint>,
     /// The app's key-value store; without one, [`KV`] fails.
     pub kv: Option<Arc<dyn KvStore>>,
+    /// What runs tools' models on the host; without one, [`MODELS_RUN`](crate::MODELS_RUN)
+    /// is refused (and tools run their models themselves).
+    pub models: Option<Arc<dyn crate::ModelRunner>>,
 }
 
 impl ServicesConfig {
@@ -280,6 +287,12 @@ impl ServicesConfig {
     /// Sets the app's key-value store.
     pub fn with_kv(mut self, kv: Arc<dyn KvStore>) -> ServicesConfig {
         self.kv = Some(kv);
+        self
+    }
+
+    /// Sets what runs tools' models on the host.
+    pub fn with_models(mut self, models: Arc<dyn crate::ModelRunner>) -> ServicesConfig {
+        self.models = Some(models);
         self
     }
 }
@@ -329,6 +342,9 @@ pub(crate) struct CallServices {
     pub(crate) kv: bool,
     /// Whether, and through what, the tool may use [`TOOLS`].
     pub(crate) gateway: Gateway,
+    /// The models the tool may run on the host: `None` unless it declared
+    /// [`MODELS_RUN`](crate::MODELS_RUN), the app granted it and the host runs models.
+    pub(crate) models: Option<crate::models::CallModels>,
 }
 
 /// What a call may do with [`TOOLS`].
@@ -387,6 +403,10 @@ impl HostServices for CallServices {
         request: &[u8],
         call: &ServiceCall,
     ) -> Result<Vec<u8>, ServiceError> {
+        // Tensors travel as bytes after a JSON header, not as JSON.
+        if service == crate::MODELS_RUN {
+            return self.run_model(request, call);
+        }
         let request: Value = serde_json::from_slice(request).map_err(|e| {
             ServiceError::Failed(format!("the request to `{service}` is not JSON: {e}"))
         })?;
@@ -404,7 +424,8 @@ impl HostServices for CallServices {
                 // The gateway's answer is JSON text already.
                 TOOLS => self.tools(request).await,
                 other => Err(ServiceError::Denied(format!(
-                    "there is no host service `{other}`; the services are `{WEB_FETCH}`, `{LLM_CHAT}`, `{PROGRESS}`, `{KV}` and `{TOOLS}`"
+                    "there is no host service `{other}`; the services are `{WEB_FETCH}`, `{LLM_CHAT}`, `{PROGRESS}`, `{KV}`, `{TOOLS}` and `{}`",
+                    crate::MODELS_RUN
                 ))),
             }
         };
@@ -451,6 +472,35 @@ impl HostServices for CallServices {
 }
 
 impl CallServices {
+    /// [`MODELS_RUN`](crate::MODELS_RUN): the model runs on one of the runtime's blocking
+    /// threads while this one waits, so that the call's deadline and cancel still stop the
+    /// guest. A model still running then finishes in the background, its answer dropped: a
+    /// run cannot be interrupted, and is bounded by its inputs, which the guest's memory held.
+    fn run_model(&self, request: &[u8], call: &ServiceCall) -> Result<Vec<u8>, ServiceError> {
+        let Some(models) = &self.models else {
+            return Err(ServiceError::Denied(format!(
+                "{} may not run its models on the host: it must list `{}` in its capability_requirements, the app must grant it, and the host must offer it",
+                self.tool,
+                crate::MODELS_RUN
+            )));
+        };
+        let work = models.parse(&self.tool, request)?;
+        let runner = Arc::clone(&models.runner);
+        let running = self
+            .runtime
+            .spawn_blocking(move || work.answer(runner.as_ref()));
+        self.until_deadline(
+            async {
+                running.await.unwrap_or_else(|e| {
+                    Err(ServiceError::Failed(format!(
+                        "the model stopped before answering: {e}"
+                    )))
+                })
+            },
+            call,
+        )
+    }
+
     /// Blocks this thread on `work`, until it answers or the call's deadline or cancel.
     fn until_deadline(
         &self,

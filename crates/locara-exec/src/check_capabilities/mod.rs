@@ -84,10 +84,14 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
         ));
     }
     for service in &manifest.capability_requirements {
-        // Reporting progress and calling tools are optional: a tool that declares them runs
-        // without the grant, and the service then refuses its requests (progress reports go
-        // nowhere; a program's tool call fails, saying the app did not grant `tools`).
-        if service == crate::services::PROGRESS || service == crate::gateway::TOOLS {
+        // Reporting progress, calling tools and running models on the host are optional: a
+        // tool that declares them runs without the grant, and the service then refuses its
+        // requests (progress reports go nowhere; a program's tool call fails, saying the app
+        // did not grant `tools`; a tool runs its models itself).
+        if service == crate::services::PROGRESS
+            || service == crate::gateway::TOOLS
+            || service == crate::MODELS_RUN
+        {
             continue;
         }
         if !grants.services.contains(service) {
@@ -141,6 +145,8 @@ pub(crate) fn check(call: &ResolvedCall, grants: &Grants) -> Result<Grant, ExecE
         kv: declares(crate::services::KV),
         tools: declares(crate::gateway::TOOLS)
             && grants.services.iter().any(|s| s == crate::gateway::TOOLS),
+        models: declares(crate::MODELS_RUN)
+            && grants.services.iter().any(|s| s == crate::MODELS_RUN),
     })
 }
 
