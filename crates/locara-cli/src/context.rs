@@ -316,12 +316,14 @@ impl Context {
                     grants = grants.with_service(locara_facade::LLM_CHAT);
                 }
                 // The home's own key-value store (namespace `locara`), progress reports,
-                // which only reach the terminal, and code mode: a program's tool calls are
-                // bounded by these same grants, so it can do nothing the user could not.
+                // which only reach the terminal, code mode (a program's tool calls are
+                // bounded by these same grants, so it can do nothing the user could not), and
+                // tools' own pinned models run natively, which reach nothing.
                 grants = grants
                     .with_service(locara_facade::KV)
                     .with_service(locara_facade::PROGRESS)
-                    .with_service(locara_facade::TOOLS);
+                    .with_service(locara_facade::TOOLS)
+                    .with_service(locara_facade::MODELS_RUN);
                 config = config.with_grants(grants);
             }
         }

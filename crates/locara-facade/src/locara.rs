@@ -70,8 +70,9 @@ pub struct LocaraConfig {
     /// declares (the host registered them), within the app's grants.
     pub host_tools: Vec<HostTool>,
     /// What wasm tools' host services use: by default `locara-http`'s client for `web.fetch`
-    /// (within the hosts the app grants) and no language model, so `llm.chat` is refused until
-    /// [`LocaraConfig::with_llm`] sets one.
+    /// (within the hosts the app grants), no language model, so `llm.chat` is refused until
+    /// [`LocaraConfig::with_llm`] sets one, and (feature `native-models`) rten to run tools'
+    /// pinned models natively for apps that grant [`MODELS_RUN`](crate::MODELS_RUN).
     pub services: ServicesConfig,
     /// The user calls are made for when a request names none: what per-user tools (memory)
     /// are scoped by. By default nobody, and such tools refuse calls.
@@ -105,8 +106,7 @@ impl LocaraConfig {
             approver: None,
             receipt_key: None,
             host_tools: Vec::new(),
-            services: ServicesConfig::new()
-                .with_http(Arc::new(locara_http::HyperClient::default())),
+            services: default_services(),
             user: None,
             gateway_limits: GatewayLimits::default(),
             #[cfg(feature = "memory")]
@@ -329,6 +329,16 @@ impl Resolver for AppResolver {
             },
         }
     }
+}
+
+/// The host services a new config offers: the HTTP client, and, with the `native-models`
+/// feature, tools' models run natively ([`MODELS_RUN`](crate::MODELS_RUN), for the apps that
+/// grant it).
+fn default_services() -> ServicesConfig {
+    let services = ServicesConfig::new().with_http(Arc::new(locara_http::HyperClient::default()));
+    #[cfg(feature = "native-models")]
+    let services = services.with_models(Arc::new(locara_infer::RtenModels::new()));
+    services
 }
 
 /// Startup refused: two tools claim one `id@version` (or an app ships one id twice).
