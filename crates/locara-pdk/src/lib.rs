@@ -49,6 +49,7 @@ pub use locara_pdk_macros::tool;
 pub mod files;
 pub mod host;
 pub mod kv;
+pub mod models;
 pub mod progress;
 pub mod workspace;
 

@@ -8,6 +8,10 @@
 //! The models are not embedded: the host maps them into the guest, read-only, as
 //! `<models>/det.onnx` and `<models>/rec.onnx` (`/models` in the guest). The recognition
 //! model carries its character dictionary in its ONNX metadata (`character`).
+//!
+//! Where the app grants `models.run`, the host runs both models natively
+//! ([`locara_pdk::models`]) and the tool does the rest: decoding, cropping, boxes, decoding the
+//! characters. Otherwise the tool loads them and runs them itself, several times slower.
 
 mod detect;
 mod recognize;
@@ -22,7 +26,7 @@ use rten_tensor::{NdTensor, NdTensorView};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use locara_pdk::{JsonSchema, progress, tool};
+use locara_pdk::{JsonSchema, models, progress, tool};
 
 use crate::abi::{self, ToolError};
 use crate::blob::Blob;
@@ -144,8 +148,9 @@ struct BoxXywh {
 /// text boxes on the same line left to right joined by a space; columns and tables are not
 /// reconstructed. Text rotated by more than about 45 degrees or upside down is not supported.
 /// PDFs are out of scope: use a PDF text-extraction tool, or render pages to PNG first. Time
-/// grows with the amount of text: a few lines take a second or two, a dense page of 45 lines 30
-/// to 60 seconds.
+/// grows with the amount of text: a few lines take under a second, a dense page of 45 lines
+/// about 5 seconds where the app grants `models.run` (the host then runs the models natively),
+/// and about 20 seconds where it does not.
 #[tool(id = "ocr")]
 pub fn ocr(args: Args) -> Result<Output, ToolError> {
     read(args, &abi::tool_root(), Path::new("/models"))
@@ -218,25 +223,85 @@ fn decode_image(bytes: &[u8], source: &Blob) -> Result<RgbImage, ToolError> {
     Ok(img.to_rgb8())
 }
 
-/// The loaded models and the recognition dictionary.
+/// Who runs the models: the host, or this tool with the models it loaded.
+enum Runner {
+    Host,
+    Local { det: Box<Model>, rec: Box<Model> },
+}
+
+/// The models and the recognition dictionary.
 struct Engine {
-    det: Model,
-    rec: Model,
+    runner: Runner,
     charset: Charset,
 }
 
 impl Engine {
     fn load(models: &Path) -> Result<Engine, ToolError> {
-        let det = load_model(models, DET_MODEL)?;
-        let rec = load_model(models, REC_MODEL)?;
-        let dict = rec.metadata().get("character").ok_or_else(|| {
+        let no_dictionary = || {
             ToolError::failed(format!(
                 "the recognition model {} has no `character` dictionary in its metadata; it is not the expected PP-OCR model: run `locara models fetch ocr`",
                 models.join(REC_MODEL).display()
             ))
-        })?;
+        };
+        match models::metadata(REC_MODEL, &["character"]) {
+            Ok(found) => {
+                let dict = found.get("character").ok_or_else(no_dictionary)?;
+                let charset = Charset::from_dictionary(dict);
+                return Ok(Engine {
+                    runner: Runner::Host,
+                    charset,
+                });
+            }
+            Err(error) if models::refused(&error) => {}
+            Err(error) => return Err(error),
+        }
+        let det = load_model(models, DET_MODEL)?;
+        let rec = load_model(models, REC_MODEL)?;
+        let dict = rec.metadata().get("character").ok_or_else(no_dictionary)?;
         let charset = Charset::from_dictionary(dict);
-        Ok(Engine { det, rec, charset })
+        Ok(Engine {
+            runner: Runner::Local {
+                det: Box::new(det),
+                rec: Box::new(rec),
+            },
+            charset,
+        })
+    }
+
+    /// Runs model `name` (one input, one output) where [`Runner`] says.
+    fn infer<const M: usize>(
+        &self,
+        name: &str,
+        input: NdTensorView<'_, f32, 4>,
+    ) -> Result<NdTensor<f32, M>, ToolError> {
+        let unexpected = |e: &dyn std::fmt::Display| {
+            ToolError::failed(format!(
+                "the OCR model {name} returned an unexpected output ({e}); run `locara models fetch ocr`"
+            ))
+        };
+        match &self.runner {
+            Runner::Local { det, rec } => {
+                let model = if name == DET_MODEL { det } else { rec };
+                let output = model
+                    .run_one(input.into(), None)
+                    .map_err(|e| model_error(name, &e))?;
+                output.try_into().map_err(|e| unexpected(&e))
+            }
+            Runner::Host => {
+                let data = input.to_vec();
+                let mut outputs = models::run(name, &[(&input.shape(), &data)])?;
+                if outputs.len() != 1 {
+                    return Err(unexpected(&format_args!("{} outputs", outputs.len())));
+                }
+                let output = outputs.remove(0);
+                let shape: [usize; M] = output
+                    .shape
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| unexpected(&format_args!("shape {:?}", output.shape)))?;
+                NdTensor::try_from_data(shape, output.data).map_err(|e| unexpected(&e))
+            }
+        }
     }
 
     fn read(&self, img: &RgbImage, args: &Args) -> Result<Output, ToolError> {
@@ -265,15 +330,7 @@ impl Engine {
     /// Text regions in source-image pixels.
     fn detect(&self, img: &RgbImage, max_side: u32) -> Result<Vec<Quad>, ToolError> {
         let input = detect::prepare(img, max_side);
-        let output = self
-            .det
-            .run_one(input.tensor.view().into(), None)
-            .map_err(|e| model_error(DET_MODEL, &e))?;
-        let prob: NdTensor<f32, 4> = output.try_into().map_err(|e| {
-            ToolError::failed(format!(
-                "the detection model returned an unexpected output ({e}); run `locara models fetch ocr`"
-            ))
-        })?;
+        let prob: NdTensor<f32, 4> = self.infer(DET_MODEL, input.tensor.view())?;
         let map: NdTensorView<'_, f32, 2> = prob.slice((0, 0));
         let (w, h) = (img.width() as f32, img.height() as f32);
         Ok(detect::boxes_from_prob_map(map, &DetParams::default())
@@ -297,15 +354,7 @@ impl Engine {
         allowed: Option<&[bool]>,
     ) -> Result<(String, f32), ToolError> {
         let input = recognize::prepare(crop);
-        let output = self
-            .rec
-            .run_one(input.view().into(), None)
-            .map_err(|e| model_error(REC_MODEL, &e))?;
-        let probs: NdTensor<f32, 3> = output.try_into().map_err(|e| {
-            ToolError::failed(format!(
-                "the recognition model returned an unexpected output ({e}); run `locara models fetch ocr`"
-            ))
-        })?;
+        let probs: NdTensor<f32, 3> = self.infer(REC_MODEL, input.view())?;
         let [_, steps, classes] = probs.shape();
         if classes != self.charset.classes() {
             return Err(ToolError::failed(format!(
