@@ -2,14 +2,81 @@
 //! own text layer for the same region as the transcript: the character error rate is printed
 //! and bounded. The PP-OCR models come from PyPI (`rapidocr-onnxruntime`), pinned by sha256.
 
-use std::{path::Path, time::Instant};
+use std::{
+    collections::BTreeMap,
+    path::Path,
+    sync::{Arc, Mutex},
+    time::Instant,
+};
 
-use locara_facade::{BackendKind, RunRequest};
+use locara_facade::{
+    BackendKind, Grants, Locara, LocaraConfig, MODELS_RUN, ModelFile, ModelRunner, RunRequest,
+    SafetyTier,
+};
+use locara_infer::RtenModels;
+use locara_test_artifacts::{SHARED_COMPILED_CACHE, TestHome};
 use serde_json::json;
 
 use crate::media_support::{
     blob, call, edit_distance, engines, libtasn1_pdf, mime_spec_pdf, output, program, run,
 };
+
+/// The host's model runner, counting the runs of each model.
+#[derive(Debug, Default)]
+struct Counted {
+    models: RtenModels,
+    runs: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Counted {
+    fn runs(&self, model: &str) -> usize {
+        self.runs.lock().unwrap().get(model).copied().unwrap_or(0)
+    }
+}
+
+impl ModelRunner for Counted {
+    fn metadata(
+        &self,
+        model: &ModelFile,
+        keys: &[String],
+    ) -> Result<Vec<(String, String)>, String> {
+        self.models.metadata(model, keys)
+    }
+
+    fn run(
+        &self,
+        model: &ModelFile,
+        inputs: Vec<locara_facade::Tensor>,
+    ) -> Result<Vec<locara_facade::Tensor>, String> {
+        *self
+            .runs
+            .lock()
+            .unwrap()
+            .entry(model.name.clone())
+            .or_default() += 1;
+        self.models.run(model, inputs)
+    }
+}
+
+/// A `Locara` on `engine` whose host runs models with `runner`, for an app that grants
+/// `models.run` when `grant` says so.
+fn models_host(
+    home: &TestHome,
+    engine: BackendKind,
+    runner: Option<Arc<Counted>>,
+    grant: bool,
+) -> Locara {
+    let mut grants = Grants::new().with_max_safety_tier(SafetyTier::SideEffecting);
+    if grant {
+        grants = grants.with_service(MODELS_RUN);
+    }
+    let mut config = LocaraConfig::new(home.path())
+        .with_engine(engine)
+        .with_grants(grants)
+        .with_compiled_cache(SHARED_COMPILED_CACHE);
+    config.services.models = runner.map(|r| r as Arc<dyn ModelRunner>);
+    Locara::new(&config).expect("locara starts")
+}
 
 /// A line of a PDF page as poppler lays it out: its box in points and its words.
 struct Line {
@@ -223,22 +290,31 @@ fn normalise_page(text: &str) -> String {
 }
 
 /// Whole dense pages, not crops: two pages of running text from two Debian manuals, rendered
-/// at 150 dpi (1275×1650), read under the tool's own limits, with the character error rate
-/// against the PDF's text layer (both normalised by `normalise_page`) printed and bounded.
+/// at 150 dpi (1275×1650), read under the tool's own limits by an app that grants
+/// `models.run` (as the CLI's does), with the character error rate against the PDF's text
+/// layer (both normalised by `normalise_page`) printed and bounded. The host ran the models:
+/// detection once per page, recognition once per text box.
 #[tokio::test(flavor = "multi_thread")]
 async fn reads_whole_dense_pages() {
-    let (_home, hosts) = engines(&["ocr"], None);
-    let locara = hosts
-        .iter()
-        .find(|l| l.engine() == BackendKind::Wasmtime)
-        .unwrap();
+    let (home, _) = engines(&["ocr"], None);
+    let runner = Arc::new(Counted::default());
+    let locara = models_host(
+        &home,
+        BackendKind::Wasmtime,
+        Some(Arc::clone(&runner)),
+        true,
+    );
     // An appendix page of the libtasn1 manual (46 lines of prose) and a page of the
     // shared-mime-info specification (a bulleted list with element names, 42 lines).
-    for (pdf, page) in [(libtasn1_pdf(), 28), (mime_spec_pdf(), 5)] {
+    for (n, (pdf, page)) in [(libtasn1_pdf(), 28), (mime_spec_pdf(), 5)]
+        .into_iter()
+        .enumerate()
+    {
         let (png, layer) = whole_page(&pdf, page);
+        let recognised = runner.runs("rec.onnx");
         let started = Instant::now();
         let (out, _) = output(
-            locara,
+            &locara,
             "ocr",
             json!({"source": blob(&png), "language": "en"}),
         )
@@ -249,8 +325,9 @@ async fn reads_whole_dense_pages() {
         let (expected, got): (Vec<char>, Vec<char>) =
             (expected.chars().collect(), got.chars().collect());
         let rate = edit_distance(&expected, &got) as f64 / expected.len() as f64;
+        let boxes = runner.runs("rec.onnx") - recognised;
         eprintln!(
-            "ocr of {} page {page} ({}×{}) on wasmtime: {} characters expected, {} read, CER {rate:.4}, {elapsed:.1} s",
+            "ocr of {} page {page} ({}×{}) on wasmtime, models on the host: {} characters expected, {} read, {boxes} boxes, CER {rate:.4}, {elapsed:.1} s",
             pdf.display(),
             out["width"],
             out["height"],
@@ -262,7 +339,66 @@ async fn reads_whole_dense_pages() {
             "CER {rate} on page {page} of {}:\n{text}",
             pdf.display()
         );
+        assert_eq!(runner.runs("det.onnx"), n + 1);
+        assert!(boxes >= 40, "{boxes} boxes read on the host");
     }
+}
+
+/// The host runs `ocr`'s models only for an app that grants `models.run` and a host that offers
+/// it; otherwise the tool runs them itself, and reads the same text.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_runs_the_models_only_where_granted_and_offered() {
+    let pdf = libtasn1_pdf();
+    let page_lines = lines(&pdf, 1);
+    let title: Vec<&Line> = page_lines.iter().take(3).collect();
+    let (png, _) = render(&pdf, 1, &title, 100.0);
+    let (home, _) = engines(&["ocr"], None);
+    let read = |locara: Locara| {
+        let png = png.clone();
+        async move {
+            let (out, _) = output(&locara, "ocr", json!({"source": blob(&png)})).await;
+            out["text"].as_str().unwrap().to_owned()
+        }
+    };
+
+    let runner = Arc::new(Counted::default());
+    let on_host = read(models_host(
+        &home,
+        BackendKind::Wasmtime,
+        Some(Arc::clone(&runner)),
+        true,
+    ))
+    .await;
+    assert_eq!(runner.runs("det.onnx"), 1);
+    assert_eq!(runner.runs("rec.onnx"), 3, "three text lines");
+    // The interpreter gets the same: the models do not run on it.
+    let on_wasmi = read(models_host(
+        &home,
+        BackendKind::Wasmi,
+        Some(Arc::clone(&runner)),
+        true,
+    ))
+    .await;
+    assert_eq!(on_wasmi, on_host);
+    assert_eq!(runner.runs("det.onnx"), 2);
+
+    // Not granted, or granted by an app whose host runs no models: the tool runs them.
+    let refused = Arc::new(Counted::default());
+    let not_granted = read(models_host(
+        &home,
+        BackendKind::Wasmtime,
+        Some(Arc::clone(&refused)),
+        false,
+    ))
+    .await;
+    let not_offered = read(models_host(&home, BackendKind::Wasmtime, None, true)).await;
+    assert_eq!(refused.runs("det.onnx") + refused.runs("rec.onnx"), 0);
+    assert_eq!(not_granted, on_host);
+    assert_eq!(not_offered, on_host);
+    assert!(
+        on_host.contains("Abstract Syntax Notation One (ASN.1) library"),
+        "{on_host}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

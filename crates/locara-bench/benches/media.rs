@@ -30,7 +30,9 @@ use std::{
 use anyhow::{Result, ensure, format_err};
 use base64::Engine as _;
 use locara_bench::{Ratio, Row, Summary, Target, render};
-use locara_facade::{BackendKind, Locara, LocaraConfig, RunRequest};
+use locara_facade::{
+    BackendKind, Grants, Locara, LocaraConfig, MODELS_RUN, RunRequest, SafetyTier,
+};
 use locara_test_artifacts::{SHARED_COMPILED_CACHE, TestHome};
 use locara_tools_builtin::blob::OutDir;
 use serde_json::{Value, json};
@@ -54,6 +56,9 @@ struct Case {
     compared: fn(&Value) -> Value,
     /// A call of seconds: fewer samples.
     slow: bool,
+    /// The tool declares `models.run`: it is also measured from an app that does not grant
+    /// it, its models run inside the sandbox.
+    host_models: bool,
 }
 
 fn everything(output: &Value) -> Value {
@@ -108,6 +113,7 @@ fn main() -> Result<()> {
             native: Box::new(locara_tools_builtin::pdf_extract_text),
             compared: everything,
             slow: false,
+            host_models: false,
         },
         Case {
             name: "pdf.split",
@@ -117,6 +123,7 @@ fn main() -> Result<()> {
             native: Box::new(locara_tools_builtin::pdf_split),
             compared: everything,
             slow: false,
+            host_models: false,
         },
         Case {
             name: "image.resize",
@@ -126,6 +133,7 @@ fn main() -> Result<()> {
             native: Box::new(locara_tools_builtin::image_resize),
             compared: everything,
             slow: false,
+            host_models: false,
         },
         Case {
             name: "image.format-convert",
@@ -135,6 +143,7 @@ fn main() -> Result<()> {
             native: Box::new(locara_tools_builtin::image_format_convert),
             compared: everything,
             slow: false,
+            host_models: false,
         },
         Case {
             name: "audio.detect-silence",
@@ -144,6 +153,7 @@ fn main() -> Result<()> {
             native: Box::new(locara_tools_builtin::audio_detect_silence),
             compared: everything,
             slow: false,
+            host_models: false,
         },
         Case {
             name: "ocr whole page",
@@ -155,6 +165,7 @@ fn main() -> Result<()> {
             }),
             compared: text,
             slow: true,
+            host_models: true,
         },
         Case {
             name: "audio.transcribe",
@@ -166,23 +177,36 @@ fn main() -> Result<()> {
             }),
             compared: text,
             slow: true,
+            host_models: false,
         },
     ];
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // The app grants `models.run`, as the CLI's does: `ocr` has the host run its models.
+    let grants = Grants::new()
+        .with_max_safety_tier(SafetyTier::SideEffecting)
+        .with_service(MODELS_RUN);
     let locara = Locara::new(
         &LocaraConfig::new(home.path())
             .with_engine(BackendKind::Wasmtime)
-            .with_compiled_cache(SHARED_COMPILED_CACHE),
+            .with_compiled_cache(SHARED_COMPILED_CACHE)
+            .with_grants(grants.clone()),
     )?;
     // The same host without fuel metering (`with_fuel_metering(false)`): what the meter costs.
     let unmetered = Locara::new(
         &LocaraConfig::new(home.path())
             .with_engine(BackendKind::Wasmtime)
             .with_compiled_cache(SHARED_COMPILED_CACHE)
-            .with_fuel_metering(false),
+            .with_fuel_metering(false)
+            .with_grants(grants),
+    )?;
+    // An app that does not grant `models.run`: `ocr` runs its models inside the sandbox.
+    let models_in_guest = Locara::new(
+        &LocaraConfig::new(home.path())
+            .with_engine(BackendKind::Wasmtime)
+            .with_compiled_cache(SHARED_COMPILED_CACHE),
     )?;
     let mut rows = Vec::new();
     let mut ratios = Vec::new();
@@ -215,10 +239,20 @@ fn main() -> Result<()> {
         let in_sandbox = sandbox_call(&rt, &locara, case.tool, &sandboxed)?;
         let natively = native_call(case, &native_args, inputs.path())?;
         let not_metered = sandbox_call(&rt, &unmetered, case.tool, &sandboxed)?;
+        let guest_models = case
+            .host_models
+            .then(|| sandbox_call(&rt, &models_in_guest, case.tool, &sandboxed))
+            .transpose()?;
         for (side, output) in [
             ("sandbox", &in_sandbox),
             ("unmetered sandbox", &not_metered),
-        ] {
+        ]
+        .into_iter()
+        .chain(
+            guest_models
+                .as_ref()
+                .map(|o| ("models-in-guest sandbox", o)),
+        ) {
             ensure!(
                 (case.compared)(output) == (case.compared)(&natively),
                 "{}: the {side} and native outputs differ:\n{output}\n{natively}",
@@ -232,6 +266,7 @@ fn main() -> Result<()> {
         }
         let (mut sandbox_times, mut unmetered_times, mut native_times) =
             (Vec::new(), Vec::new(), Vec::new());
+        let mut guest_times = Vec::new();
         for _ in 0..samples {
             let started = Instant::now();
             sandbox_call(&rt, &locara, case.tool, &sandboxed)?;
@@ -239,6 +274,11 @@ fn main() -> Result<()> {
             let started = Instant::now();
             sandbox_call(&rt, &unmetered, case.tool, &sandboxed)?;
             unmetered_times.push(started.elapsed());
+            if case.host_models {
+                let started = Instant::now();
+                sandbox_call(&rt, &models_in_guest, case.tool, &sandboxed)?;
+                guest_times.push(started.elapsed());
+            }
             let started = Instant::now();
             native_call(case, &native_args, inputs.path())?;
             native_times.push(started.elapsed());
@@ -256,6 +296,14 @@ fn main() -> Result<()> {
         ratios.push(Ratio::of(&unmetered, &native, None));
         rows.push(sandbox);
         rows.push(unmetered);
+        if case.host_models {
+            let in_guest = row(
+                format!("{} sandbox (wasmtime, models in the guest)", case.name),
+                &guest_times,
+            );
+            ratios.push(Ratio::of(&in_guest, &native, None));
+            rows.push(in_guest);
+        }
         rows.push(native);
     }
     print!("{}", render(&rows, &ratios));
