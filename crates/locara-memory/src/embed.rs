@@ -1,4 +1,4 @@
-//! Sentence embeddings: all-MiniLM-L6-v2 run natively on candle ([`crate::bert`]), loaded
+//! Sentence embeddings: all-MiniLM-L6-v2 run natively ([`crate::bert`], on rten's kernels), loaded
 //! from the model store after it verified the pinned files.
 //!
 //! The pipeline is sentence-transformers' for this model: WordPiece tokens (at most 256, the
@@ -9,8 +9,6 @@
 
 use std::{fmt, path::Path, sync::Arc};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
 use locara_manifest::{ModelDependency, PackageFile, Sha256Hex};
 use locara_registry::ModelStore;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
@@ -150,9 +148,7 @@ impl Embedder {
             }))
             .map_err(load_error(tokenizer))?;
         let bytes = std::fs::read(weights).map_err(|e| load_error(weights)(e.into()))?;
-        let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
-            .map_err(|e| load_error(weights)(e.into()))?;
-        let model = Bert::load(vb, &CONFIG).map_err(|e| load_error(weights)(e.into()))?;
+        let model = Bert::load(&bytes, &CONFIG).map_err(|e| load_error(weights)(e.into()))?;
         Ok(Embedder {
             inner: Arc::new(Inner {
                 model,
@@ -200,7 +196,6 @@ impl Embedder {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(MemoryError::Embed)?;
-        let rows = encodings.len();
         let columns = encodings.first().map_or(0, |e| e.len());
         let flat = |pick: fn(&tokenizers::Encoding) -> &[u32]| -> Vec<u32> {
             encodings
@@ -208,33 +203,40 @@ impl Embedder {
                 .flat_map(|e| pick(e).iter().copied())
                 .collect()
         };
-        let candle = |e: candle_core::Error| MemoryError::Embed(e.into());
-        let device = &Device::Cpu;
-        let ids =
-            Tensor::from_vec(flat(|e| e.get_ids()), (rows, columns), device).map_err(candle)?;
-        let types = Tensor::from_vec(flat(|e| e.get_type_ids()), (rows, columns), device)
-            .map_err(candle)?;
-        let mask = Tensor::from_vec(flat(|e| e.get_attention_mask()), (rows, columns), device)
-            .map_err(candle)?;
+        let mask = flat(|e| e.get_attention_mask());
         let hidden = self
             .inner
             .model
-            .forward(&ids, &types, &mask)
-            .map_err(candle)?;
+            .forward(
+                &flat(|e| e.get_ids()),
+                &flat(|e| e.get_type_ids()),
+                &mask,
+                columns,
+            )
+            .map_err(|e| MemoryError::Embed(e.into()))?;
         // Mean pooling over the real tokens, then L2 normalisation.
-        let pooled = (|| {
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-            let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?;
-            let mean = summed.broadcast_div(&counts)?;
-            let norms = mean
-                .sqr()?
-                .sum_keepdim(1)?
-                .sqrt()?
-                .clamp(1e-12f32, f32::MAX)?;
-            mean.broadcast_div(&norms)?.to_vec2::<f32>()
-        })()
-        .map_err(candle)?;
+        let size = EMBEDDING_DIMENSIONS;
+        let pooled = hidden
+            .chunks_exact(columns * size)
+            .zip(mask.chunks_exact(columns))
+            .map(|(tokens, mask)| {
+                let mut mean = vec![0.0f32; size];
+                for (token, _) in tokens
+                    .chunks_exact(size)
+                    .zip(mask)
+                    .filter(|(_, m)| **m != 0)
+                {
+                    for (sum, v) in mean.iter_mut().zip(token) {
+                        *sum += v;
+                    }
+                }
+                let count = (mask.iter().filter(|m| **m != 0).count() as f32).max(1e-9);
+                mean.iter_mut().for_each(|v| *v /= count);
+                let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+                mean.iter_mut().for_each(|v| *v /= norm);
+                mean
+            })
+            .collect();
         Ok(pooled)
     }
 
