@@ -11,12 +11,12 @@ use std::{fmt, path::Path, sync::Arc};
 
 use locara_manifest::{ModelDependency, PackageFile, Sha256Hex};
 use locara_registry::ModelStore;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::{
     MemoryError,
     bert::{Bert, Config},
     error::BoxedSource,
+    wordpiece::WordPiece,
 };
 
 /// The embedding model's name.
@@ -99,7 +99,7 @@ pub struct Embedder {
 
 struct Inner {
     model: Bert,
-    tokenizer: Tokenizer,
+    tokenizer: WordPiece,
 }
 
 impl fmt::Debug for Embedder {
@@ -134,19 +134,11 @@ impl Embedder {
             let path = path.to_owned();
             move |source: BoxedSource| MemoryError::ModelLoad { path, source }
         };
-        let mut tokenizer_ = std::fs::read(tokenizer)
+        let tokenizer_ = std::fs::read(tokenizer)
             .map_err(|e| load_error(tokenizer)(e.into()))
-            .and_then(|bytes| Tokenizer::from_bytes(bytes).map_err(load_error(tokenizer)))?;
-        tokenizer_
-            .with_padding(Some(PaddingParams {
-                strategy: PaddingStrategy::BatchLongest,
-                ..PaddingParams::default()
-            }))
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..TruncationParams::default()
-            }))
-            .map_err(load_error(tokenizer))?;
+            .and_then(|bytes| {
+                WordPiece::from_json(&bytes).map_err(|e| load_error(tokenizer)(e.into()))
+            })?;
         let bytes = std::fs::read(weights).map_err(|e| load_error(weights)(e.into()))?;
         let model = Bert::load(&bytes, &CONFIG).map_err(|e| load_error(weights)(e.into()))?;
         Ok(Embedder {
@@ -167,7 +159,7 @@ impl Embedder {
     /// length. Only a text's first [`MAX_TOKENS`] tokens count.
     ///
     /// # Errors
-    /// [`MemoryError::Embed`] when the tokenizer or the model fails.
+    /// [`MemoryError::Embed`] when the model fails.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(BATCH) {
@@ -187,32 +179,31 @@ impl Embedder {
             .ok_or_else(|| MemoryError::Embed("the model returned no vector".into()))
     }
 
+    /// The token ids the model reads for `text`: `[CLS]`, its WordPiece tokens (the first
+    /// [`MAX_TOKENS`] `- 2` of them), `[SEP]`.
+    ///
+    pub fn tokens(&self, text: &str) -> Vec<u32> {
+        self.inner.tokenizer.encode(text, MAX_TOKENS)
+    }
+
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let encodings = self
-            .inner
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(MemoryError::Embed)?;
-        let columns = encodings.first().map_or(0, |e| e.len());
-        let flat = |pick: fn(&tokenizers::Encoding) -> &[u32]| -> Vec<u32> {
-            encodings
-                .iter()
-                .flat_map(|e| pick(e).iter().copied())
-                .collect()
-        };
-        let mask = flat(|e| e.get_attention_mask());
+        // Padded on the right to the longest text of the batch, with [PAD] (id 0) under a mask
+        // of 0; one segment, so every type id is 0.
+        let encodings: Vec<Vec<u32>> = texts.iter().map(|text| self.tokens(text)).collect();
+        let columns = encodings.iter().map(Vec::len).max().unwrap_or(0);
+        let (mut ids, mut mask) = (Vec::new(), Vec::new());
+        for encoding in &encodings {
+            let pad = columns - encoding.len();
+            ids.extend(encoding.iter().copied().chain(std::iter::repeat_n(0, pad)));
+            mask.extend(std::iter::repeat_n(1, encoding.len()).chain(std::iter::repeat_n(0, pad)));
+        }
         let hidden = self
             .inner
             .model
-            .forward(
-                &flat(|e| e.get_ids()),
-                &flat(|e| e.get_type_ids()),
-                &mask,
-                columns,
-            )
+            .forward(&ids, &vec![0; ids.len()], &mask, columns)
             .map_err(|e| MemoryError::Embed(e.into()))?;
         // Mean pooling over the real tokens, then L2 normalisation.
         let size = EMBEDDING_DIMENSIONS;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-/// A boxed error from a library this crate uses (SQLite, candle, the tokenizer), kept out of
+/// A boxed error from a library this crate uses (SQLite, the model files), kept out of
 /// the public API as a concrete type.
 pub type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
 

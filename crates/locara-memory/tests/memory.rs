@@ -567,6 +567,35 @@ fn hybrid_search_finds_paraphrases_that_full_text_misses() {
     assert!(hybrid_1 >= 0.8, "hybrid @1 only {hybrid_1}");
 }
 
+/// The embedder reads a text as the tokens Hugging Face's tokenizer gives this model:
+/// `tests/wordpiece/reference.json` holds its ids for curated texts (accents, case, CJK,
+/// emoji, control and format characters, odd spaces, punctuation, the special tokens written
+/// in the text, words too long to piece, truncation) and 300 seeded random ones, written by
+/// `make_reference.py` with `tokenizers` 0.23.3 from PyPI.
+#[test]
+fn texts_are_read_as_the_reference_tokenizer_reads_them() {
+    let reference: Value = serde_json::from_str(include_str!("wordpiece/reference.json")).unwrap();
+    assert_eq!(reference["max_tokens"], 256);
+    let cases = reference["cases"].as_array().unwrap();
+    assert!(cases.len() > 300, "{}", cases.len());
+    let mut wrong = Vec::new();
+    for case in cases {
+        let text = case["text"].as_str().unwrap();
+        let want: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
+        let got = embedder().tokens(text);
+        if got != want {
+            wrong.push(format!("{text:?}\n  got  {got:?}\n  want {want:?}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} texts tokenized differently:\n{}",
+        wrong.len(),
+        cases.len(),
+        wrong.join("\n")
+    );
+}
+
 /// The encoder computes what sentence-transformers' all-MiniLM-L6-v2 computes: the first
 /// numbers of three vectors and two similarities, pinned from candle-transformers' BERT (the
 /// encoder this crate used before it carried its own), to 1e-4.
