@@ -9,6 +9,11 @@
 //! - sandbox, fuel not metered: the same, on a host built `with_fuel_metering(false)` (each
 //!   call bounded by its deadline only), which shows what metering fuel costs each tool. It is
 //!   reported beside the target, not against it: the default host meters.
+//! - sandbox, file from the workspace: the default host, the input named by its path in the
+//!   call's workspace (read through the sandbox's `/workspace`, as the native side reads it
+//!   from its root) instead of sent as base64: what the sandbox costs without the transport
+//!   (decoding the base64 and staging the bytes in the call's temp dir). Also reported beside
+//!   the target, not against it: a client of `locara serve` sends files as base64.
 //!
 //! The target is at most 1.5× per tool, and a whole dense page read by `ocr` in the sandbox in
 //! at most 5 s. Inputs are real files: Debian's libtasn1 manual (libtasn1-doc), one of its
@@ -31,7 +36,7 @@ use anyhow::{Result, ensure, format_err};
 use base64::Engine as _;
 use locara_bench::{Ratio, Row, Summary, Target, render};
 use locara_facade::{
-    BackendKind, Grants, Locara, LocaraConfig, MODELS_RUN, RunRequest, SafetyTier,
+    BackendKind, FsGrant, Grants, Locara, LocaraConfig, MODELS_RUN, RunRequest, SafetyTier,
 };
 use locara_test_artifacts::{SHARED_COMPILED_CACHE, TestHome};
 use locara_tools_builtin::blob::OutDir;
@@ -185,9 +190,12 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     // The app grants `models.run`, as the CLI's does: `ocr` has the host run its models.
+    // It also grants the inputs' directory, read-only: the rows that read the input from the
+    // call's workspace.
     let grants = Grants::new()
         .with_max_safety_tier(SafetyTier::SideEffecting)
-        .with_service(MODELS_RUN);
+        .with_service(MODELS_RUN)
+        .with_fs(FsGrant::new(inputs.path()));
     let locara = Locara::new(
         &LocaraConfig::new(home.path())
             .with_engine(BackendKind::Wasmtime)
@@ -234,18 +242,21 @@ fn main() -> Result<()> {
             json!({"base64": base64::engine::general_purpose::STANDARD.encode(&bytes)});
         let mut native_args = case.arguments.clone();
         native_args["source"] = json!({"path": case.file});
+        let by_path = Some(inputs.path());
 
         // Compile (or load from the cache) before measuring, and check both agree.
-        let in_sandbox = sandbox_call(&rt, &locara, case.tool, &sandboxed)?;
+        let in_sandbox = sandbox_call(&rt, &locara, case.tool, &sandboxed, None)?;
         let natively = native_call(case, &native_args, inputs.path())?;
-        let not_metered = sandbox_call(&rt, &unmetered, case.tool, &sandboxed)?;
+        let not_metered = sandbox_call(&rt, &unmetered, case.tool, &sandboxed, None)?;
+        let from_workspace = sandbox_call(&rt, &locara, case.tool, &native_args, by_path)?;
         let guest_models = case
             .host_models
-            .then(|| sandbox_call(&rt, &models_in_guest, case.tool, &sandboxed))
+            .then(|| sandbox_call(&rt, &models_in_guest, case.tool, &sandboxed, None))
             .transpose()?;
         for (side, output) in [
             ("sandbox", &in_sandbox),
             ("unmetered sandbox", &not_metered),
+            ("workspace-file sandbox", &from_workspace),
         ]
         .into_iter()
         .chain(
@@ -260,23 +271,27 @@ fn main() -> Result<()> {
             );
         }
         for _ in 0..warmup {
-            sandbox_call(&rt, &locara, case.tool, &sandboxed)?;
-            sandbox_call(&rt, &unmetered, case.tool, &sandboxed)?;
+            sandbox_call(&rt, &locara, case.tool, &sandboxed, None)?;
+            sandbox_call(&rt, &unmetered, case.tool, &sandboxed, None)?;
+            sandbox_call(&rt, &locara, case.tool, &native_args, by_path)?;
             native_call(case, &native_args, inputs.path())?;
         }
         let (mut sandbox_times, mut unmetered_times, mut native_times) =
             (Vec::new(), Vec::new(), Vec::new());
-        let mut guest_times = Vec::new();
+        let (mut guest_times, mut workspace_times) = (Vec::new(), Vec::new());
         for _ in 0..samples {
             let started = Instant::now();
-            sandbox_call(&rt, &locara, case.tool, &sandboxed)?;
+            sandbox_call(&rt, &locara, case.tool, &sandboxed, None)?;
             sandbox_times.push(started.elapsed());
             let started = Instant::now();
-            sandbox_call(&rt, &unmetered, case.tool, &sandboxed)?;
+            sandbox_call(&rt, &unmetered, case.tool, &sandboxed, None)?;
             unmetered_times.push(started.elapsed());
+            let started = Instant::now();
+            sandbox_call(&rt, &locara, case.tool, &native_args, by_path)?;
+            workspace_times.push(started.elapsed());
             if case.host_models {
                 let started = Instant::now();
-                sandbox_call(&rt, &models_in_guest, case.tool, &sandboxed)?;
+                sandbox_call(&rt, &models_in_guest, case.tool, &sandboxed, None)?;
                 guest_times.push(started.elapsed());
             }
             let started = Instant::now();
@@ -288,14 +303,20 @@ fn main() -> Result<()> {
             format!("{} sandbox (wasmtime, fuel not metered)", case.name),
             &unmetered_times,
         );
+        let workspace = row(
+            format!("{} sandbox (wasmtime, file from the workspace)", case.name),
+            &workspace_times,
+        );
         let native = row(format!("{} native", case.name), &native_times);
         if case.tool == "ocr" {
             page_p50 = Some(sandbox.summary.p50);
         }
         ratios.push(Ratio::of(&sandbox, &native, Some(Target::AtMost(1.5))));
         ratios.push(Ratio::of(&unmetered, &native, None));
+        ratios.push(Ratio::of(&workspace, &native, None));
         rows.push(sandbox);
         rows.push(unmetered);
+        rows.push(workspace);
         if case.host_models {
             let in_guest = row(
                 format!("{} sandbox (wasmtime, models in the guest)", case.name),
@@ -378,9 +399,20 @@ fn row(name: String, samples: &[Duration]) -> Row {
     }
 }
 
-/// One call through Locara; its output, which must be a success.
-fn sandbox_call(rt: &Runtime, locara: &Locara, tool: &str, arguments: &Value) -> Result<Value> {
-    let response = rt.block_on(locara.run(RunRequest::new(tool, arguments.clone())))?;
+/// One call through Locara, with `workspace` as its `/workspace` if given; its output, which
+/// must be a success.
+fn sandbox_call(
+    rt: &Runtime,
+    locara: &Locara,
+    tool: &str,
+    arguments: &Value,
+    workspace: Option<&Path>,
+) -> Result<Value> {
+    let mut request = RunRequest::new(tool, arguments.clone());
+    if let Some(dir) = workspace {
+        request = request.with_workspace(dir);
+    }
+    let response = rt.block_on(locara.run(request))?;
     response
         .output
         .ok_or_else(|| format_err!("{tool} failed in the sandbox: {:?}", response.error))
