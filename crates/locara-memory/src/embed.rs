@@ -181,7 +181,6 @@ impl Embedder {
 
     /// The token ids the model reads for `text`: `[CLS]`, its WordPiece tokens (the first
     /// [`MAX_TOKENS`] `- 2` of them), `[SEP]`.
-    ///
     pub fn tokens(&self, text: &str) -> Vec<u32> {
         self.inner.tokenizer.encode(text, MAX_TOKENS)
     }
