@@ -5,8 +5,8 @@
 //! What it knows: one SQLite database per home ([`MemoryStore`], `<home>/memory/notes.sqlite3`,
 //! WAL mode, safe for several processes at once and for a crash at any moment), with FTS5 for
 //! full text and an all-MiniLM-L6-v2 embedding per note, computed natively on rten's matrix
-//! kernels from the text's WordPiece tokens ([`Embedder`], loaded from the home's model store only after it verified the
-//! pinned files); a search ranks the user's notes by a weighted mean of the cosine similarity
+//! kernels from the text's WordPiece tokens ([`Embedder`], loaded from the home's model store
+//! only after it verified the pinned files); a search ranks the user's notes by a weighted mean of the cosine similarity
 //! and of BM25 normalised per query ([`HybridWeights`]). Every note belongs to one user, and every
 //! operation is scoped by the user of the call's [`CallContext`](locara_exec::CallContext).
 //!
