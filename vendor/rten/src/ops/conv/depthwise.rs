@@ -107,6 +107,12 @@ impl DepthwiseConvKernel<f32, f32, f32> for GenericDepthwiseConvKernel {
         }
         let out_row: &mut [f32] = unsafe { out_row.assume_init() };
 
+        // LOCARA-PATCH: unit stride has its own kernel (below).
+        if params.stride_w == 1 {
+            unit_stride::compute_row(params, out_row, out_y, image_chan, &kernel_chan);
+            return;
+        }
+
         for k_y in 0..params.kernel_h {
             let in_y = out_y * params.stride_h + k_y * params.dilation_y;
             if in_y < params.pad_top || in_y >= params.in_h + params.pad_top {
@@ -124,15 +130,6 @@ impl DepthwiseConvKernel<f32, f32, f32> for GenericDepthwiseConvKernel {
                 let src_els = src.len().div_ceil(params.stride_w);
                 debug_assert!(src_els == dest.len());
 
-                // LOCARA-PATCH: with unit stride the row is contiguous, and this form
-                // (rather than the strided index below) lets the compiler vectorize it.
-                // The same multiply then add per element, so the results are identical.
-                if params.stride_w == 1 {
-                    for (d, s) in dest.iter_mut().zip(src) {
-                        *d += *s * scale;
-                    }
-                    continue;
-                }
                 unroll_loop!(0..src_els, i, 4, {
                     unsafe {
                         *dest.get_unchecked_mut(i) +=
@@ -391,6 +388,190 @@ impl Default for DepthwiseConvExecutor<i8, u8, i32> {
     fn default() -> Self {
         DepthwiseConvExecutor {
             kernel: Box::new(GenericDepthwiseConvKernel {}),
+        }
+    }
+}
+
+/// LOCARA-PATCH: one output row of an `f32` depthwise convolution with a horizontal stride of 1.
+///
+/// rten 0.27 adds each tap of the kernel to the whole output row in turn: for a 5×5 kernel,
+/// 25 passes over the row, each loading and storing it. Here the row's interior (the columns
+/// every tap reaches) is computed a block of columns at a time, the block's sums held in
+/// vector registers across all the taps and stored once; natively the blocks are as wide as
+/// the widest vectors the CPU has (AVX-512 or AVX, found at run time, with no fused
+/// multiply-add). The interior's last block overlaps the one before it rather than leaving a
+/// remainder. The few columns at the edges, where padding leaves some taps out, are summed
+/// one by one. Every element still starts from the row's initial value and adds
+/// `input × weight` for the taps in rten's order (the kernel's rows, then its columns), as a
+/// multiply and then an add, so the output is bit for bit rten's.
+mod unit_stride {
+    use std::borrow::Cow;
+
+    use rten_tensor::NdTensorView;
+    use rten_tensor::prelude::*;
+    use smallvec::SmallVec;
+
+    use super::ConvParams;
+
+    /// A column of the kernel that meets the input somewhere: its index, and the output
+    /// columns it reaches, `out_start..out_end`; output column `x` reads input column
+    /// `x - out_start + in_start`.
+    #[derive(Clone, Copy)]
+    struct Tap {
+        k_x: usize,
+        in_start: usize,
+        out_start: usize,
+        out_end: usize,
+    }
+
+    /// What one row needs: the input rows the kernel's rows fall on (the others are padding),
+    /// each with that kernel row's weights, and the kernel's columns that meet the input.
+    struct Row<'a> {
+        rows: SmallVec<[(&'a [f32], &'a [f32]); 8]>,
+        taps: SmallVec<[Tap; 8]>,
+    }
+
+    /// Computes `out_row`, already filled with the row's initial value.
+    pub(super) fn compute_row(
+        params: &ConvParams,
+        out_row: &mut [f32],
+        out_y: usize,
+        image_chan: &[f32],
+        kernel: &NdTensorView<f32, 2>,
+    ) {
+        debug_assert_eq!(params.stride_w, 1);
+        let k_w = kernel.size(1);
+        let weights: Cow<[f32]> = match kernel.data() {
+            Some(data) => Cow::Borrowed(data),
+            None => Cow::Owned(kernel.iter().copied().collect()),
+        };
+        let mut row = Row {
+            rows: SmallVec::new(),
+            taps: SmallVec::new(),
+        };
+        for k_y in 0..params.kernel_h {
+            let in_y = out_y * params.stride_h + k_y * params.dilation_y;
+            if in_y < params.pad_top || in_y >= params.in_h + params.pad_top {
+                continue;
+            }
+            let in_row_y = in_y - params.pad_top;
+            let in_row = &image_chan[in_row_y * params.in_row_stride..][..params.in_row_len];
+            row.rows.push((in_row, &weights[k_y * k_w..][..k_w]));
+        }
+        // A kernel column that only ever meets padding adds nothing anywhere; every other one
+        // reaches the columns `lo..hi`.
+        let (mut lo, mut hi) = (0, out_row.len());
+        for (k_x, (in_range, out_range)) in params.col_range_for_kernel_x.iter().enumerate() {
+            if out_range.is_empty() {
+                continue;
+            }
+            debug_assert_eq!(in_range.len(), out_range.len());
+            lo = lo.max(out_range.start);
+            hi = hi.min(out_range.end);
+            row.taps.push(Tap {
+                k_x,
+                in_start: in_range.start,
+                out_start: out_range.start,
+                out_end: out_range.end,
+            });
+        }
+        if row.rows.is_empty() || row.taps.is_empty() {
+            return;
+        }
+        let len = out_row.len();
+        let alone = if lo < hi && row.interior(lo, &mut out_row[..hi]) {
+            (0..lo).chain(hi..len)
+        } else {
+            (0..len).chain(len..len)
+        };
+        for x in alone {
+            row.element(x, out_row);
+        }
+    }
+
+    impl Row<'_> {
+        /// Column `x` on its own, skipping the taps that do not reach it.
+        fn element(&self, x: usize, out_row: &mut [f32]) {
+            let mut sum = out_row[x];
+            for &(in_row, weights) in &self.rows {
+                for tap in &self.taps {
+                    if (tap.out_start..tap.out_end).contains(&x) {
+                        sum += in_row[x - tap.out_start + tap.in_start] * weights[tap.k_x];
+                    }
+                }
+            }
+            out_row[x] = sum;
+        }
+
+        /// The columns `lo..` of `out_row`, which every tap reaches, in blocks when there are
+        /// enough of them; false, computing nothing, when there are too few.
+        fn interior(&self, lo: usize, out_row: &mut [f32]) -> bool {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has AVX-512F.
+                    return unsafe { self.blocks_avx512(lo, out_row) };
+                }
+                if std::arch::is_x86_feature_detected!("avx") {
+                    // SAFETY: the CPU has AVX.
+                    return unsafe { self.blocks_avx(lo, out_row) };
+                }
+            }
+            self.blocks::<16>(lo, out_row) || self.blocks::<4>(lo, out_row)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn blocks_avx512(&self, lo: usize, out_row: &mut [f32]) -> bool {
+            self.blocks::<64>(lo, out_row) || self.blocks::<16>(lo, out_row)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx")]
+        unsafe fn blocks_avx(&self, lo: usize, out_row: &mut [f32]) -> bool {
+            self.blocks::<32>(lo, out_row) || self.blocks::<8>(lo, out_row)
+        }
+
+        /// The columns `lo..` in blocks of `B` (four vectors of sums at the widths above, and
+        /// `simd128` in wasm), the last block overlapping the one before it; false, computing
+        /// nothing, when there are fewer than `B`.
+        #[inline(always)]
+        fn blocks<const B: usize>(&self, lo: usize, out_row: &mut [f32]) -> bool {
+            let hi = out_row.len();
+            if hi - lo < B {
+                return false;
+            }
+            // The last block first, while its columns still hold their initial value: every
+            // block reads its columns' initial values, and a column two blocks compute gets
+            // the same sum from both.
+            let last = hi - B;
+            let tail = self.block::<B>(last, out_row);
+            let mut x0 = lo;
+            while x0 < last {
+                let sums = self.block::<B>(x0, out_row);
+                out_row[x0..x0 + B].copy_from_slice(&sums);
+                x0 += B;
+            }
+            out_row[last..].copy_from_slice(&tail);
+            true
+        }
+
+        /// The sums of columns `x0..x0 + B`.
+        #[inline(always)]
+        fn block<const B: usize>(&self, x0: usize, out_row: &[f32]) -> [f32; B] {
+            let mut sums: [f32; B] = out_row[x0..x0 + B].try_into().unwrap();
+            for &(in_row, weights) in &self.rows {
+                for tap in &self.taps {
+                    let scale = weights[tap.k_x];
+                    let src: &[f32; B] = in_row[x0 - tap.out_start + tap.in_start..][..B]
+                        .try_into()
+                        .unwrap();
+                    for j in 0..B {
+                        sums[j] += src[j] * scale;
+                    }
+                }
+            }
+            sums
         }
     }
 }
