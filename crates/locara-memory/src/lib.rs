@@ -6,9 +6,10 @@
 //! WAL mode, safe for several processes at once and for a crash at any moment), with FTS5 for
 //! full text and an all-MiniLM-L6-v2 embedding per note, computed natively on rten's matrix
 //! kernels from the text's WordPiece tokens ([`Embedder`], loaded from the home's model store
-//! only after it verified the pinned files); a search ranks the user's notes by a weighted mean of the cosine similarity
-//! and of BM25 normalised per query ([`HybridWeights`]). Every note belongs to one user, and every
-//! operation is scoped by the user of the call's [`CallContext`](locara_exec::CallContext).
+//! only after it verified the pinned files); a search ranks the user's notes by a weighted
+//! mean of the cosine similarity and of BM25 normalised per query ([`HybridWeights`]). Every
+//! note belongs to one user, and every operation is scoped by the user of the call's
+//! [`CallContext`](locara_exec::CallContext).
 //!
 //! What it deliberately does not: take the user from a tool's arguments (a model chooses
 //! arguments, the host chooses whose memory it is), download anything (the model is
