@@ -13,9 +13,25 @@
 //! - `{"op": "metadata", "model": NAME, "keys": [KEY, …]}` → `{"metadata": {KEY: VALUE}}`
 //!   (keys the model does not have are left out), and no tensor bytes;
 //! - `{"op": "run", "model": NAME, "inputs": [SHAPE, …]}` → `{"outputs": [SHAPE, …]}`, each
-//!   SHAPE an array of dimensions, in the order of the model's inputs and outputs.
+//!   SHAPE an array of dimensions, in the order of the model's inputs and outputs;
+//! - `{"op": "run", "model": NAME, "runs": [[SHAPE, …], …]}` → `{"runs": [[SHAPE, …], …]}`:
+//!   the model run once per entry, independently, the runs' tensors one after another. The
+//!   runner may run them concurrently ([`ModelRunner::run_each`]): `ocr` sends a page's lines;
+//! - either may add `"argmax": {}` or `"argmax": {"among": [CLASS, …]}`: every output of shape
+//!   `[…, C]` is answered as `[…, 2]`, each row of its last axis reduced to the index of its
+//!   largest element (the first such, among the listed classes only when `among` is given;
+//!   `0` with `-inf` when none is larger than `-inf`) and that element's value, the index an
+//!   `f32` (exact: `C` may not exceed 2^24). A recognizer's per-step class scores then cross
+//!   the boundary as two numbers per step instead of thousands.
 
-use std::{fmt, path::PathBuf, sync::Arc};
+use std::{
+    fmt,
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use locara_sandbox::ServiceError;
 use serde_json::{Value, json};
@@ -27,6 +43,10 @@ pub const MODELS_RUN: &str = "models.run";
 const MAX_RANK: usize = 8;
 /// The most keys one metadata request may ask for.
 const MAX_KEYS: usize = 64;
+/// The most runs one request may ask for.
+const MAX_RUNS: usize = 256;
+/// The most classes an arg-max may reduce: its index crosses as an `f32`, exact up to 2^24.
+const MAX_ARGMAX_CLASSES: usize = 1 << 24;
 
 /// One of a tool's models, as its manifest pins it and the registry verified it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +89,26 @@ pub trait ModelRunner: Send + Sync + fmt::Debug {
 
     /// Runs `model` on `inputs` (in the order of its inputs) and returns all its outputs.
     fn run(&self, model: &ModelFile, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, String>;
+
+    /// Runs `model` once per entry of `runs`, each independent of the others, and returns
+    /// each run's outputs passed through `finish`, in the order of `runs`. `finish` is called
+    /// as each run ends, so that a reduction (an arg-max) need not wait for the other runs'
+    /// full outputs; an error from it or from a run stops the runs not yet started. The
+    /// default runs them one after another; a runner with cores to spare runs them at once.
+    ///
+    /// # Errors
+    /// A run (or `finish`) that failed, as [`run`](Self::run) reports it: the first in the
+    /// order of `runs` when they run one after another, whichever failed first when at once.
+    fn run_each(
+        &self,
+        model: &ModelFile,
+        runs: Vec<Vec<Tensor>>,
+        finish: &(dyn Fn(Vec<Tensor>) -> Result<Vec<Tensor>, String> + Sync),
+    ) -> Result<Vec<Vec<Tensor>>, String> {
+        runs.into_iter()
+            .map(|inputs| finish(self.run(model, inputs)?))
+            .collect()
+    }
 }
 
 /// What one call may run: its tool's verified models, through the host's runner.
@@ -81,7 +121,64 @@ pub(crate) struct CallModels {
 /// A request, checked: which model, and what to do with it.
 pub(crate) enum Work {
     Metadata(ModelFile, Vec<String>),
-    Run(ModelFile, Vec<Tensor>),
+    Run(Runs),
+}
+
+/// A checked `run` request.
+pub(crate) struct Runs {
+    file: ModelFile,
+    /// Each run's inputs.
+    inputs: Vec<Vec<Tensor>>,
+    /// Asked as `runs` (answered as `runs`), not `inputs`.
+    several: bool,
+    argmax: Option<ArgMax>,
+}
+
+/// `"argmax"`: each output's last axis reduced to its largest element's index and value.
+#[derive(Debug, Clone, PartialEq)]
+struct ArgMax {
+    /// The classes that may win, in increasing order; every class when `None`.
+    among: Option<Vec<usize>>,
+}
+
+impl ArgMax {
+    /// `tensor` of shape `[…, C]` as `[…, 2]`: each row's (index, value) of its largest
+    /// element among the candidates, the first one on a tie; `(0, -inf)` when no candidate
+    /// is larger than `-inf` (a NaN never wins).
+    fn reduce(&self, tensor: Tensor) -> Result<Tensor, String> {
+        let Some((&classes, rows)) = tensor.shape.split_last() else {
+            return Err("an output is a scalar, which has no axis to reduce".to_owned());
+        };
+        if classes == 0 || classes > MAX_ARGMAX_CLASSES {
+            return Err(format!(
+                "an output's last axis has {classes} classes; an arg-max reduces 1 to {MAX_ARGMAX_CLASSES}"
+            ));
+        }
+        if let Some(&last) = self.among.as_ref().and_then(|among| among.last())
+            && last >= classes
+        {
+            return Err(format!(
+                "`argmax.among` names class {last}, but the output has {classes} classes"
+            ));
+        }
+        let mut data = Vec::with_capacity(tensor.data.len() / classes * 2);
+        for row in tensor.data.chunks_exact(classes) {
+            let mut best = (0usize, f32::NEG_INFINITY);
+            let mut consider = |class: usize, value: f32| {
+                if value > best.1 {
+                    best = (class, value);
+                }
+            };
+            match &self.among {
+                Some(among) => among.iter().for_each(|&c| consider(c, row[c])),
+                None => row.iter().enumerate().for_each(|(c, &v)| consider(c, v)),
+            }
+            data.extend([best.0 as f32, best.1]);
+        }
+        let mut shape = rows.to_vec();
+        shape.push(2);
+        Ok(Tensor { shape, data })
+    }
 }
 
 fn failed(message: impl fmt::Display) -> ServiceError {
@@ -131,45 +228,45 @@ impl CallModels {
                 Ok(Work::Metadata(file.clone(), keys))
             }
             Some("run") => {
-                let inputs: Vec<Vec<usize>> = header["inputs"]
-                    .as_array()
-                    .ok_or_else(malformed)?
-                    .iter()
-                    .map(|shape| {
-                        shape
-                            .as_array()?
-                            .iter()
-                            .map(|d| usize::try_from(d.as_u64()?).ok())
-                            .collect()
-                    })
-                    .collect::<Option<_>>()
-                    .ok_or_else(malformed)?;
-                let mut tensors = Vec::with_capacity(inputs.len());
-                let mut rest = data;
-                for (i, shape) in inputs.into_iter().enumerate() {
-                    if shape.len() > MAX_RANK {
-                        return Err(failed(format_args!(
-                            "has input {i} of {} dimensions, more than {MAX_RANK}",
-                            shape.len()
-                        )));
-                    }
-                    let bytes = shape
+                let shapes = |list: &Value| -> Option<Vec<Vec<usize>>> {
+                    list.as_array()?
                         .iter()
-                        .try_fold(4usize, |n, &d| n.checked_mul(d))
-                        .filter(|&n| n <= rest.len())
-                        .ok_or_else(|| {
-                            failed(format_args!(
-                                "has input {i} of shape {shape:?}, more elements than its {} bytes of data hold",
-                                rest.len()
-                            ))
-                        })?;
-                    let (these, after) = rest.split_at(bytes);
-                    rest = after;
-                    let data = these
-                        .chunks_exact(4)
-                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                        .collect();
-                    tensors.push(Tensor { shape, data });
+                        .map(|shape| {
+                            shape
+                                .as_array()?
+                                .iter()
+                                .map(|d| usize::try_from(d.as_u64()?).ok())
+                                .collect()
+                        })
+                        .collect()
+                };
+                let (runs, several) = match (header.get("inputs"), header.get("runs")) {
+                    (Some(inputs), None) => (vec![shapes(inputs).ok_or_else(malformed)?], false),
+                    (None, Some(runs)) => {
+                        let runs = runs.as_array().ok_or_else(malformed)?;
+                        if runs.len() > MAX_RUNS {
+                            return Err(failed(format_args!(
+                                "asks for {} runs, more than {MAX_RUNS}",
+                                runs.len()
+                            )));
+                        }
+                        let runs = runs.iter().map(shapes).collect::<Option<_>>();
+                        (runs.ok_or_else(malformed)?, true)
+                    }
+                    _ => {
+                        return Err(failed(
+                            "to `run` must have either `inputs` (one run) or `runs` (several)",
+                        ));
+                    }
+                };
+                let argmax = match header.get("argmax") {
+                    None | Some(Value::Null) => None,
+                    Some(argmax) => Some(parse_argmax(argmax)?),
+                };
+                let mut rest = data;
+                let mut inputs = Vec::with_capacity(runs.len());
+                for shapes in runs {
+                    inputs.push(take_tensors(shapes, &mut rest)?);
                 }
                 if !rest.is_empty() {
                     return Err(failed(format_args!(
@@ -177,16 +274,84 @@ impl CallModels {
                         rest.len()
                     )));
                 }
-                Ok(Work::Run(file.clone(), tensors))
+                Ok(Work::Run(Runs {
+                    file: file.clone(),
+                    inputs,
+                    several,
+                    argmax,
+                }))
             }
             _ => Err(malformed()),
         }
     }
 }
 
+/// `"argmax"`: `{}`, or `{"among": [CLASS, …]}` (sorted and deduplicated here).
+fn parse_argmax(argmax: &Value) -> Result<ArgMax, ServiceError> {
+    let bad = || failed("has an `argmax` that is not {} or {\"among\": [CLASS, …]}");
+    let fields = argmax.as_object().ok_or_else(bad)?;
+    if fields.keys().any(|k| k != "among") {
+        return Err(bad());
+    }
+    let among = match fields.get("among") {
+        None => None,
+        Some(among) => {
+            let among = among.as_array().ok_or_else(bad)?;
+            if among.len() > MAX_ARGMAX_CLASSES {
+                return Err(bad());
+            }
+            let mut classes = among
+                .iter()
+                .map(|c| usize::try_from(c.as_u64()?).ok())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(bad)?;
+            classes.sort_unstable();
+            classes.dedup();
+            Some(classes)
+        }
+    };
+    Ok(ArgMax { among })
+}
+
+/// Reads the tensors of `shapes` off the front of `rest`; their bytes must be there.
+fn take_tensors(shapes: Vec<Vec<usize>>, rest: &mut &[u8]) -> Result<Vec<Tensor>, ServiceError> {
+    let mut tensors = Vec::with_capacity(shapes.len());
+    for (i, shape) in shapes.into_iter().enumerate() {
+        if shape.len() > MAX_RANK {
+            return Err(failed(format_args!(
+                "has input {i} of {} dimensions, more than {MAX_RANK}",
+                shape.len()
+            )));
+        }
+        let bytes = shape
+            .iter()
+            .try_fold(4usize, |n, &d| n.checked_mul(d))
+            .filter(|&n| n <= rest.len())
+            .ok_or_else(|| {
+                failed(format_args!(
+                    "has input {i} of shape {shape:?}, more elements than its {} bytes of data hold",
+                    rest.len()
+                ))
+            })?;
+        let (these, after) = rest.split_at(bytes);
+        *rest = after;
+        let data = these
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        tensors.push(Tensor { shape, data });
+    }
+    Ok(tensors)
+}
+
 impl Work {
     /// Does the work on this thread, which may block; the answer on the wire.
-    pub(crate) fn answer(self, runner: &dyn ModelRunner) -> Result<Vec<u8>, ServiceError> {
+    /// `stop`, once set, stops the runs not yet finished: the call no longer waits for them.
+    pub(crate) fn answer(
+        self,
+        runner: &dyn ModelRunner,
+        stop: &AtomicBool,
+    ) -> Result<Vec<u8>, ServiceError> {
         match self {
             Work::Metadata(file, keys) => {
                 let found = runner
@@ -198,31 +363,71 @@ impl Work {
                 answer.push(b'\n');
                 Ok(answer)
             }
-            Work::Run(file, inputs) => {
-                let outputs = runner
-                    .run(&file, inputs)
-                    .map_err(|e| model_failed(&file, e))?;
-                for (i, t) in outputs.iter().enumerate() {
-                    if t.shape.iter().product::<usize>() != t.data.len() {
-                        return Err(model_failed(
-                            &file,
-                            format!("output {i}'s shape {:?} does not match its data", t.shape),
-                        ));
-                    }
+            Work::Run(runs) => runs.answer(runner, stop),
+        }
+    }
+}
+
+impl Runs {
+    fn answer(self, runner: &dyn ModelRunner, stop: &AtomicBool) -> Result<Vec<u8>, ServiceError> {
+        let Runs {
+            file,
+            inputs,
+            several,
+            argmax,
+        } = self;
+        let asked = inputs.len();
+        let finish = |outputs: Vec<Tensor>| -> Result<Vec<Tensor>, String> {
+            if stop.load(Ordering::Relaxed) {
+                return Err("the call stopped waiting for it".to_owned());
+            }
+            for (i, t) in outputs.iter().enumerate() {
+                if t.shape.iter().product::<usize>() != t.data.len() {
+                    return Err(format!(
+                        "output {i}'s shape {:?} does not match its data",
+                        t.shape
+                    ));
                 }
-                let shapes: Vec<&[usize]> = outputs.iter().map(|t| t.shape.as_slice()).collect();
-                let mut answer = json!({"outputs": shapes}).to_string().into_bytes();
-                answer.push(b'\n');
-                let elements: usize = outputs.iter().map(|t| t.data.len()).sum();
-                answer.reserve(elements * 4);
-                for t in &outputs {
-                    for v in &t.data {
-                        answer.extend_from_slice(&v.to_le_bytes());
-                    }
-                }
-                Ok(answer)
+            }
+            match &argmax {
+                Some(argmax) => outputs.into_iter().map(|t| argmax.reduce(t)).collect(),
+                None => Ok(outputs),
+            }
+        };
+        let runs = if several {
+            runner.run_each(&file, inputs, &finish)
+        } else {
+            let inputs = inputs.into_iter().next().unwrap_or_default();
+            runner
+                .run(&file, inputs)
+                .and_then(|outputs| Ok(vec![finish(outputs)?]))
+        }
+        .map_err(|e| model_failed(&file, e))?;
+        if runs.len() != asked {
+            return Err(model_failed(
+                &file,
+                format!("{asked} runs were asked and {} answered", runs.len()),
+            ));
+        }
+        let shapes: Vec<Vec<&[usize]>> = runs
+            .iter()
+            .map(|outputs| outputs.iter().map(|t| t.shape.as_slice()).collect())
+            .collect();
+        let header = if several {
+            json!({"runs": shapes})
+        } else {
+            json!({"outputs": shapes.first()})
+        };
+        let mut answer = header.to_string().into_bytes();
+        answer.push(b'\n');
+        let elements: usize = runs.iter().flatten().map(|t| t.data.len()).sum();
+        answer.reserve(elements * 4);
+        for t in runs.iter().flatten() {
+            for v in &t.data {
+                answer.extend_from_slice(&v.to_le_bytes());
             }
         }
+        Ok(answer)
     }
 }
 
@@ -285,7 +490,7 @@ mod tests {
         let models = models();
         models
             .parse("ocr@0.1.0", request)?
-            .answer(models.runner.as_ref())
+            .answer(models.runner.as_ref(), &AtomicBool::new(false))
     }
 
     #[test]
@@ -305,6 +510,81 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(got, b"{\"metadata\":{\"character\":\"abc\"}}\n");
+    }
+
+    #[test]
+    fn runs_several_and_reduces_each_row_to_its_arg_max() {
+        // Two runs, each answered in order after the other's tensors.
+        let got = answer(&request(
+            r#"{"op":"run","model":"det.onnx","runs":[[[2]],[[1],[3]]]}"#,
+            &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        ))
+        .unwrap();
+        assert_eq!(
+            got,
+            request(
+                r#"{"runs":[[[2]],[[1],[3]]]}"#,
+                &[2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+            )
+        );
+        // Rows of 4 classes (doubled by the model): the largest's index and value; the first
+        // on a tie; a NaN never wins; a row with nothing above -inf is (0, -inf).
+        let rows = [
+            1.0,
+            3.0,
+            2.0,
+            0.0, //
+            5.0,
+            1.0,
+            5.0,
+            4.0, //
+            f32::NAN,
+            -1.0,
+            f32::NAN,
+            -3.0, //
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::NEG_INFINITY,
+        ];
+        let got = answer(&request(
+            r#"{"op":"run","model":"det.onnx","inputs":[[2,2,4]],"argmax":{}}"#,
+            &rows,
+        ))
+        .unwrap();
+        let expected = [1.0, 6.0, 0.0, 10.0, 1.0, -2.0, 0.0, f32::NEG_INFINITY];
+        assert_eq!(got, request(r#"{"outputs":[[2,2,2]]}"#, &expected));
+        // Only the classes listed may win, in any order, repeated or not.
+        let got = answer(&request(
+            r#"{"op":"run","model":"det.onnx","runs":[[[2,4]]],"argmax":{"among":[3,0,3]}}"#,
+            &rows[..8],
+        ))
+        .unwrap();
+        assert_eq!(
+            got,
+            request(r#"{"runs":[[[2,2]]]}"#, &[0.0, 2.0, 0.0, 10.0])
+        );
+    }
+
+    #[test]
+    fn a_stopped_call_starts_no_more_runs() {
+        let models = models();
+        let work = models
+            .parse(
+                "ocr@0.1.0",
+                &request(
+                    r#"{"op":"run","model":"det.onnx","runs":[[[1]],[[1]]]}"#,
+                    &[1.0, 2.0],
+                ),
+            )
+            .unwrap();
+        let error = work
+            .answer(models.runner.as_ref(), &AtomicBool::new(true))
+            .unwrap_err();
+        let ServiceError::Failed(message) = &error else {
+            panic!("{error:?}")
+        };
+        assert!(message.contains("stopped waiting"), "{message}");
     }
 
     #[test]
@@ -353,6 +633,41 @@ mod tests {
                 &[1.0][..],
                 "tensor bytes",
             ),
+            (
+                r#"{"op":"run","model":"det.onnx","inputs":[[1]],"runs":[[[1]]]}"#,
+                &[1.0][..],
+                "either `inputs`",
+            ),
+            (
+                r#"{"op":"run","model":"det.onnx","runs":[[[1]],[[2]]]}"#,
+                &[1.0, 2.0][..],
+                "more elements",
+            ),
+            (
+                r#"{"op":"run","model":"det.onnx","inputs":[[1,2]],"argmax":{"among":[2]}}"#,
+                &[1.0, 2.0][..],
+                "names class 2, but the output has 2 classes",
+            ),
+            (
+                r#"{"op":"run","model":"det.onnx","inputs":[[1,2]],"argmax":{"among":[-1]}}"#,
+                &[1.0, 2.0][..],
+                "`argmax` that is not",
+            ),
+            (
+                r#"{"op":"run","model":"det.onnx","inputs":[[1,2]],"argmax":{"top":3}}"#,
+                &[1.0, 2.0][..],
+                "`argmax` that is not",
+            ),
+            (
+                r#"{"op":"run","model":"det.onnx","inputs":[[1,0]],"argmax":{}}"#,
+                &[][..],
+                "last axis has 0 classes",
+            ),
+            (
+                r#"{"op":"run","model":"det.onnx","inputs":[[]],"argmax":{}}"#,
+                &[1.0][..],
+                "scalar",
+            ),
         ] {
             let error = answer(&request(header, values)).unwrap_err();
             let ServiceError::Failed(message) = &error else {
@@ -360,6 +675,15 @@ mod tests {
             };
             assert!(message.contains(says), "{header}: {message}");
         }
+        let too_many = format!(
+            r#"{{"op":"run","model":"det.onnx","runs":[{}]}}"#,
+            vec!["[]"; MAX_RUNS + 1].join(",")
+        );
+        let error = answer(&request(&too_many, &[])).unwrap_err();
+        assert!(
+            matches!(&error, ServiceError::Failed(m) if m.contains("more than 256")),
+            "{error:?}"
+        );
         // A request cut inside a value is refused, not read short.
         let mut cut = request(r#"{"op":"run","model":"det.onnx","inputs":[[1]]}"#, &[1.0]);
         cut.pop();

@@ -475,7 +475,8 @@ impl CallServices {
     /// [`MODELS_RUN`](crate::MODELS_RUN): the model runs on one of the runtime's blocking
     /// threads while this one waits, so that the call's deadline and cancel still stop the
     /// guest. A model still running then finishes in the background, its answer dropped: a
-    /// run cannot be interrupted, and is bounded by its inputs, which the guest's memory held.
+    /// run cannot be interrupted, and is bounded by its inputs, which the guest's memory held;
+    /// the runs of a request not yet started then do not start.
     fn run_model(&self, request: &[u8], call: &ServiceCall) -> Result<Vec<u8>, ServiceError> {
         let Some(models) = &self.models else {
             return Err(ServiceError::Denied(format!(
@@ -486,10 +487,12 @@ impl CallServices {
         };
         let work = models.parse(&self.tool, request)?;
         let runner = Arc::clone(&models.runner);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
         let running = self
             .runtime
-            .spawn_blocking(move || work.answer(runner.as_ref()));
-        self.until_deadline(
+            .spawn_blocking(move || work.answer(runner.as_ref(), &stopped));
+        let answer = self.until_deadline(
             async {
                 running.await.unwrap_or_else(|e| {
                     Err(ServiceError::Failed(format!(
@@ -498,7 +501,9 @@ impl CallServices {
                 })
             },
             call,
-        )
+        );
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        answer
     }
 
     /// Blocks this thread on `work`, until it answers or the call's deadline or cancel.

@@ -4,7 +4,9 @@
 //! It knows how to load a verified model file once per process (checking its sha256 against the
 //! manifest's before the first use, then keeping it under that hash, at most
 //! [`MAX_CACHED_MODELS`] of them), how to feed it `f32` tensors and read all its outputs back,
-//! and that a model which panics has failed rather than taken the host down. It deliberately
+//! how to run a request's independent runs at once on rten's pool (each run's operators then
+//! share the cores with the others' rather than splitting small tensors across them), and
+//! that a model which panics has failed rather than taken the host down. It deliberately
 //! knows nothing of tools, grants, paths a guest chose or the wire format: `locara-exec`
 //! decides which call may run which of its tool's models, checks every request's tensors
 //! against their bytes, and enforces the call's deadline around [`RtenModels::run`]. Only
@@ -17,6 +19,7 @@ use std::{
 };
 
 use locara_exec::{ModelFile, ModelRunner, Tensor};
+use rayon::prelude::*;
 use rten::{Model, Value, ValueOrView};
 use rten_tensor::Layout;
 use sha2::{Digest, Sha256};
@@ -118,6 +121,23 @@ impl ModelRunner for RtenModels {
                 })
             })
             .collect()
+    }
+
+    fn run_each(
+        &self,
+        file: &ModelFile,
+        runs: Vec<Vec<Tensor>>,
+        finish: &(dyn Fn(Vec<Tensor>) -> Result<Vec<Tensor>, String> + Sync),
+    ) -> Result<Vec<Vec<Tensor>>, String> {
+        // Loaded (and its hash checked) once, before the runs share it.
+        self.model(file)?;
+        // On rten's pool, whose threads its operators already use: a run waiting on its own
+        // operators' tasks takes up another run's, and no core is asked for twice.
+        rten::thread_pool().run(|| {
+            runs.into_par_iter()
+                .map(|inputs| finish(self.run(file, inputs)?))
+                .collect()
+        })
     }
 }
 

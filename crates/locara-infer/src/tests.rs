@@ -107,3 +107,52 @@ fn refuses_a_file_that_is_not_the_one_pinned_and_inputs_that_do_not_fit() {
         assert!(!error.is_empty(), "{shape:?}");
     }
 }
+
+#[test]
+fn runs_each_of_several_at_once_as_it_runs_each_alone() {
+    let home = TestHome::new();
+    let (_, rec) = ocr_models(&home);
+    let models = RtenModels::new();
+    // Text lines of different widths through the recognizer, as `ocr` sends a page's lines.
+    let line = |width: usize, seed: usize| Tensor {
+        shape: vec![1, 3, 48, width],
+        data: (0..3 * 48 * width)
+            .map(|i| ((i * 31 + seed * 17) % 13) as f32 / 13.0 - 0.5)
+            .collect(),
+    };
+    let lines: Vec<Tensor> = [(160, 1), (96, 2), (320, 3), (48, 4), (200, 5)]
+        .into_iter()
+        .map(|(width, seed)| line(width, seed))
+        .collect();
+    let alone: Vec<Vec<Tensor>> = lines
+        .iter()
+        .map(|l| models.run(&rec, vec![l.clone()]).unwrap())
+        .collect();
+    let finished = std::sync::atomic::AtomicUsize::new(0);
+    let together = models
+        .run_each(
+            &rec,
+            lines.iter().map(|l| vec![l.clone()]).collect(),
+            &|outputs| {
+                finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(outputs)
+            },
+        )
+        .unwrap();
+    // The same outputs bit for bit, in the order asked, each passed through `finish` once.
+    assert_eq!(together, alone);
+    assert_eq!(finished.into_inner(), lines.len());
+    // A step per 8 columns, a score per class.
+    assert_eq!(together[2][0].shape[..2], [1, 320 / 8]);
+
+    // A run that fails, or a `finish` that does, fails the request with its message.
+    let mut bad = lines.iter().map(|l| vec![l.clone()]).collect::<Vec<_>>();
+    bad[3] = Vec::new();
+    let error = models.run_each(&rec, bad, &|o| Ok(o)).unwrap_err();
+    assert!(error.contains("takes 1 inputs, and was given 0"), "{error}");
+    let runs = lines.iter().map(|l| vec![l.clone()]).collect();
+    let error = models
+        .run_each(&rec, runs, &|_| Err("stopped".to_owned()))
+        .unwrap_err();
+    assert_eq!(error, "stopped");
+}

@@ -71,31 +71,123 @@ pub fn metadata(model: &str, keys: &[&str]) -> Result<BTreeMap<String, String>, 
 /// # Errors
 /// The host refused (see [`refused`]), the inputs do not fit the model, or it failed.
 pub fn run(model: &str, inputs: &[(&[usize], &[f32])]) -> Result<Vec<Tensor>, ToolError> {
-    for (i, (shape, data)) in inputs.iter().enumerate() {
-        if shape.iter().product::<usize>() != data.len() {
-            return Err(ToolError::failed(format!(
-                "input {i} of {model} has shape {shape:?} but {} elements",
-                data.len()
-            )));
-        }
+    let header = json!({"op": "run", "model": model, "inputs": shapes_of(model, inputs)?});
+    let answer = host::call_bytes(SERVICE, &encode(header, &[inputs]))?;
+    let (header, mut data) = split(&answer)?;
+    let header: Value = serde_json::from_slice(header).map_err(malformed)?;
+    let outputs = take_tensors(&header["outputs"], &mut data)?;
+    if !data.is_empty() {
+        return Err(malformed("data beyond its outputs' shapes"));
     }
-    let shapes: Vec<&[usize]> = inputs.iter().map(|(shape, _)| *shape).collect();
-    let mut request = json!({"op": "run", "model": model, "inputs": shapes})
-        .to_string()
-        .into_bytes();
+    Ok(outputs)
+}
+
+/// What the host does to each output of [`run_each`] before answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduce<'a> {
+    /// Nothing: the outputs as the model computed them.
+    Nothing,
+    /// Each output of shape `[…, C]` comes back as `[…, 2]`: for each row of its last axis,
+    /// the index of its largest element (an `f32`, exact: `C` is at most 2^24) and that
+    /// element, the first one on a tie, among the classes `among` lists when it is given;
+    /// `(0, -inf)` for a row with no candidate above `-inf`. A greedy decoder then receives
+    /// two numbers per step instead of a score for every class.
+    ArgMax {
+        /// The only classes that may win, or every class.
+        among: Option<&'a [usize]>,
+    },
+}
+
+/// Runs `model` once per entry of `runs` (each as [`run`] takes its inputs), independently,
+/// and returns each run's outputs, reduced as `reduce` says, in the order of `runs`. The host
+/// may run them at once on its cores: a page's text lines through a recognizer, say, in one
+/// request rather than one round trip and one core each.
+///
+/// # Errors
+/// As [`run`]'s, for a run that failed (the host stops the others).
+pub fn run_each(
+    model: &str,
+    runs: &[&[(&[usize], &[f32])]],
+    reduce: Reduce<'_>,
+) -> Result<Vec<Vec<Tensor>>, ToolError> {
+    let shapes = runs
+        .iter()
+        .map(|inputs| shapes_of(model, inputs))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut header = json!({"op": "run", "model": model, "runs": shapes});
+    if let Reduce::ArgMax { among } = reduce {
+        header["argmax"] = match among {
+            Some(among) => json!({"among": among}),
+            None => json!({}),
+        };
+    }
+    let answer = host::call_bytes(SERVICE, &encode(header, runs))?;
+    let (header, mut data) = split(&answer)?;
+    let header: Value = serde_json::from_slice(header).map_err(malformed)?;
+    let answered = header["runs"]
+        .as_array()
+        .ok_or_else(|| malformed("no `runs`"))?;
+    if answered.len() != runs.len() {
+        return Err(malformed(format_args!(
+            "{} runs answered for {} asked",
+            answered.len(),
+            runs.len()
+        )));
+    }
+    let outputs = answered
+        .iter()
+        .map(|shapes| take_tensors(shapes, &mut data))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !data.is_empty() {
+        return Err(malformed("data beyond its outputs' shapes"));
+    }
+    Ok(outputs)
+}
+
+/// The shapes of `inputs`, each checked against its number of elements.
+fn shapes_of<'a>(
+    model: &str,
+    inputs: &[(&'a [usize], &[f32])],
+) -> Result<Vec<&'a [usize]>, ToolError> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(i, (shape, data))| {
+            if shape.iter().product::<usize>() == data.len() {
+                Ok(*shape)
+            } else {
+                Err(ToolError::failed(format!(
+                    "input {i} of {model} has shape {shape:?} but {} elements",
+                    data.len()
+                )))
+            }
+        })
+        .collect()
+}
+
+/// `header`, a newline, then the runs' tensors' elements, one after another.
+fn encode(header: Value, runs: &[&[(&[usize], &[f32])]]) -> Vec<u8> {
+    let mut request = header.to_string().into_bytes();
     request.push(b'\n');
-    request.reserve(inputs.iter().map(|(_, d)| d.len() * 4).sum());
-    for (_, data) in inputs {
+    let elements: usize = runs
+        .iter()
+        .flat_map(|r| r.iter())
+        .map(|(_, d)| d.len())
+        .sum();
+    request.reserve(elements * 4);
+    for (_, data) in runs.iter().flat_map(|r| r.iter()) {
         for v in *data {
             request.extend_from_slice(&v.to_le_bytes());
         }
     }
-    let answer = host::call_bytes(SERVICE, &request)?;
-    let (header, mut data) = split(&answer)?;
-    let header: Value = serde_json::from_slice(header).map_err(malformed)?;
-    let shapes = header["outputs"]
+    request
+}
+
+/// The tensors of the answer's `shapes` (a JSON array of shapes), read off the front of `data`.
+fn take_tensors(shapes: &Value, data: &mut &[u8]) -> Result<Vec<Tensor>, ToolError> {
+    let shapes = shapes
         .as_array()
-        .ok_or_else(|| malformed("no `outputs`"))?;
+        .ok_or_else(|| malformed("no output shapes"))?;
     let mut outputs = Vec::with_capacity(shapes.len());
     for shape in shapes {
         let shape: Vec<usize> = serde_json::from_value(shape.clone()).map_err(malformed)?;
@@ -105,7 +197,7 @@ pub fn run(model: &str, inputs: &[(&[usize], &[f32])]) -> Result<Vec<Tensor>, To
             .filter(|&n| n <= data.len())
             .ok_or_else(|| malformed("an output's shape larger than its data"))?;
         let (these, rest) = data.split_at(bytes);
-        data = rest;
+        *data = rest;
         let values = these
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -114,9 +206,6 @@ pub fn run(model: &str, inputs: &[(&[usize], &[f32])]) -> Result<Vec<Tensor>, To
             shape,
             data: values,
         });
-    }
-    if !data.is_empty() {
-        return Err(malformed("data beyond its outputs' shapes"));
     }
     Ok(outputs)
 }
