@@ -37,6 +37,11 @@ pub(crate) use recognize::Charset;
 #[cfg(test)]
 mod tests;
 
+/// How many text lines are recognized at once: in one `models.run` request (enough for every
+/// core of the host to take a few; 16 lines are at most 44 MB of input, 4,800 columns wide,
+/// and about 12 MB on a dense page), or natively across rten's pool.
+const LINES_AT_ONCE: usize = 16;
+
 /// The detection model's file name in the models directory.
 pub(crate) const DET_MODEL: &str = "det.onnx";
 /// The recognition model's file name in the models directory.
@@ -274,11 +279,7 @@ impl Engine {
         name: &str,
         input: NdTensorView<'_, f32, 4>,
     ) -> Result<NdTensor<f32, M>, ToolError> {
-        let unexpected = |e: &dyn std::fmt::Display| {
-            ToolError::failed(format!(
-                "the OCR model {name} returned an unexpected output ({e}); run `locara models fetch ocr`"
-            ))
-        };
+        let unexpected = |e: &dyn std::fmt::Display| unexpected_output(name, e);
         match &self.runner {
             Runner::Local { det, rec } => {
                 let model = if name == DET_MODEL { det } else { rec };
@@ -313,15 +314,20 @@ impl Engine {
 
         let reading = progress::Task::start("Reading lines", Some(quads.len() as u64));
         let mut found: Vec<(Quad, String, f32)> = Vec::new();
-        for quad in quads {
-            let crop = recognize::crop_quad(img, quad.pts);
-            let (text, confidence) = self.recognize(&crop, allowed.as_deref())?;
-            reading.step(None);
-            let text = text.trim().to_owned();
-            if text.is_empty() || confidence < args.min_confidence {
-                continue;
+        for group in quads.chunks(LINES_AT_ONCE) {
+            let crops: Vec<RgbImage> = group
+                .iter()
+                .map(|quad| recognize::crop_quad(img, quad.pts))
+                .collect();
+            let read = self.recognize_each(&crops, allowed.as_deref())?;
+            reading.advance(group.len() as u64, None);
+            for (&quad, (text, confidence)) in group.iter().zip(read) {
+                let text = text.trim().to_owned();
+                if text.is_empty() || confidence < args.min_confidence {
+                    continue;
+                }
+                found.push((quad, text, confidence));
             }
-            found.push((quad, text, confidence));
         }
         reading.done(Some(&format!("{} lines read", found.len())));
         Ok(assemble(&found, width, height))
@@ -348,28 +354,130 @@ impl Engine {
             .collect())
     }
 
-    fn recognize(
+    /// Each line's text and confidence. Where the host runs the models, it runs the lines'
+    /// recognitions at once and answers only each step's best class (an arg-max), not a score
+    /// for each of the 6,625 classes; natively the lines share rten's pool; in the sandbox
+    /// they run one after another. Every way gives the same text.
+    fn recognize_each(
         &self,
-        crop: &RgbImage,
+        crops: &[RgbImage],
         allowed: Option<&[bool]>,
-    ) -> Result<(String, f32), ToolError> {
-        let input = recognize::prepare(crop);
-        let probs: NdTensor<f32, 3> = self.infer(REC_MODEL, input.view())?;
-        let [_, steps, classes] = probs.shape();
-        if classes != self.charset.classes() {
-            return Err(ToolError::failed(format!(
-                "the recognition model has {classes} classes but its dictionary implies {}; the model file is not the expected PP-OCR model: run `locara models fetch ocr`",
-                self.charset.classes()
-            )));
-        }
-        let data = probs.to_vec();
-        let (kept, conf) = recognize::ctc_greedy_decode(&data[..steps * classes], classes, allowed);
-        let text: String = kept
-            .into_iter()
-            .filter_map(|c| self.charset.text(c))
+    ) -> Result<Vec<(String, f32)>, ToolError> {
+        let inputs: Vec<Line> = crops
+            .iter()
+            .map(|crop| {
+                let input = recognize::prepare(crop);
+                (input.shape(), input.into_data())
+            })
             .collect();
-        Ok((text, conf))
+        let best = match &self.runner {
+            Runner::Host => self.best_on_host(&inputs, allowed)?,
+            Runner::Local { .. } => each(&inputs, |input| self.best_here(input, allowed))?,
+        };
+        Ok(best
+            .into_iter()
+            .map(|steps| {
+                let (kept, confidence) = recognize::ctc_collapse(steps);
+                let text = kept
+                    .into_iter()
+                    .filter_map(|c| self.charset.text(c))
+                    .collect();
+                (text, confidence)
+            })
+            .collect())
     }
+
+    /// Each step's best class for each of `inputs`, by the host's `models.run`.
+    fn best_on_host(
+        &self,
+        inputs: &[Line],
+        allowed: Option<&[bool]>,
+    ) -> Result<Vec<Vec<(usize, f32)>>, ToolError> {
+        let among: Option<Vec<usize>> =
+            allowed.map(|mask| (0..mask.len()).filter(|&c| mask[c]).collect());
+        let runs: Vec<[(&[usize], &[f32]); 1]> = inputs
+            .iter()
+            .map(|(shape, data)| [(&shape[..], &data[..])])
+            .collect();
+        let runs: Vec<&[(&[usize], &[f32])]> = runs.iter().map(|run| &run[..]).collect();
+        let reduce = models::Reduce::ArgMax {
+            among: among.as_deref(),
+        };
+        let unexpected = |e: &dyn std::fmt::Display| unexpected_output(REC_MODEL, e);
+        models::run_each(REC_MODEL, &runs, reduce)?
+            .into_iter()
+            .map(|outputs| {
+                let [output] = <[models::Tensor; 1]>::try_from(outputs)
+                    .map_err(|o| unexpected(&format_args!("{} outputs", o.len())))?;
+                if !matches!(output.shape[..], [1, _, 2]) {
+                    return Err(unexpected(&format_args!("shape {:?}", output.shape)));
+                }
+                output
+                    .data
+                    .chunks_exact(2)
+                    .map(|pair| {
+                        // An index of the model's last axis, exact in an f32.
+                        let class = pair[0] as usize;
+                        if class >= self.charset.classes() {
+                            return Err(self.wrong_classes(&format_args!("at least {}", class + 1)));
+                        }
+                        Ok((class, pair[1]))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Each step's best class for `input`, the model run where [`Runner`] says.
+    fn best_here(
+        &self,
+        (shape, data): &Line,
+        allowed: Option<&[bool]>,
+    ) -> Result<Vec<(usize, f32)>, ToolError> {
+        let input = NdTensorView::from_data(*shape, &data[..]);
+        let probs: NdTensor<f32, 3> = self.infer(REC_MODEL, input)?;
+        let [_, _, classes] = probs.shape();
+        if classes != self.charset.classes() {
+            return Err(self.wrong_classes(&classes));
+        }
+        Ok(match probs.data() {
+            Some(data) => recognize::best_classes(data, classes, allowed),
+            None => recognize::best_classes(&probs.to_vec(), classes, allowed),
+        })
+    }
+
+    fn wrong_classes(&self, classes: &dyn std::fmt::Display) -> ToolError {
+        ToolError::failed(format!(
+            "the recognition model has {classes} classes but its dictionary implies {}; the model file is not the expected PP-OCR model: run `locara models fetch ocr`",
+            self.charset.classes()
+        ))
+    }
+}
+
+/// A text line's recognition input: its shape (`[1, 3, 48, width]`) and its elements.
+type Line = ([usize; 4], Vec<f32>);
+
+/// `f` of each item: at once on rten's pool natively, one after another in the sandbox
+/// (wasip1 has no threads).
+fn each<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<R, ToolError> + Sync + Send,
+) -> Result<Vec<R>, ToolError> {
+    #[cfg(not(target_family = "wasm"))]
+    {
+        use rayon::prelude::*;
+        rten::thread_pool().run(|| items.par_iter().map(f).collect())
+    }
+    #[cfg(target_family = "wasm")]
+    {
+        items.iter().map(f).collect()
+    }
+}
+
+fn unexpected_output(name: &str, e: &dyn std::fmt::Display) -> ToolError {
+    ToolError::failed(format!(
+        "the OCR model {name} returned an unexpected output ({e}); run `locara models fetch ocr`"
+    ))
 }
 
 /// Puts the recognized boxes in reading order and builds the result.

@@ -148,29 +148,52 @@ fn is_latin(c: char) -> bool {
 /// the most probable class at each step (among the `allowed` ones, if given), repeats
 /// collapsed, blanks (class 0) dropped. Returns the kept classes and the mean of their
 /// probabilities (0 when nothing is kept).
+#[cfg(test)]
 pub(crate) fn ctc_greedy_decode(
     probs: &[f32],
     classes: usize,
     allowed: Option<&[bool]>,
 ) -> (Vec<usize>, f32) {
+    ctc_collapse(best_classes(probs, classes, allowed))
+}
+
+/// Each step's most probable class (among the `allowed` ones, if given) and its probability:
+/// the first on a tie, `(0, -inf)` when none is above `-inf`. What the host's `models.run`
+/// answers for an arg-max, computed here when the tool runs the model itself.
+pub(crate) fn best_classes(
+    probs: &[f32],
+    classes: usize,
+    allowed: Option<&[bool]>,
+) -> Vec<(usize, f32)> {
+    probs
+        .chunks_exact(classes)
+        .map(|row| {
+            let mut best = (0usize, f32::NEG_INFINITY);
+            for (class, &p) in row.iter().enumerate() {
+                if allowed.is_some_and(|mask| !mask.get(class).copied().unwrap_or(false)) {
+                    continue;
+                }
+                if p > best.1 {
+                    best = (class, p);
+                }
+            }
+            best
+        })
+        .collect()
+}
+
+/// CTC's collapse of each step's best class: repeats merged, blanks (class 0) dropped. The
+/// kept classes and the mean of their probabilities (0 when nothing is kept).
+pub(crate) fn ctc_collapse(best: impl IntoIterator<Item = (usize, f32)>) -> (Vec<usize>, f32) {
     let mut kept = Vec::new();
     let mut conf_sum = 0.0f64;
     let mut prev = None;
-    for row in probs.chunks_exact(classes) {
-        let mut best = (0usize, f32::NEG_INFINITY);
-        for (class, &p) in row.iter().enumerate() {
-            if allowed.is_some_and(|mask| !mask.get(class).copied().unwrap_or(false)) {
-                continue;
-            }
-            if p > best.1 {
-                best = (class, p);
-            }
+    for (class, p) in best {
+        if class != 0 && prev != Some(class) {
+            kept.push(class);
+            conf_sum += f64::from(p);
         }
-        if best.0 != 0 && prev != Some(best.0) {
-            kept.push(best.0);
-            conf_sum += f64::from(best.1);
-        }
-        prev = Some(best.0);
+        prev = Some(class);
     }
     let conf = if kept.is_empty() {
         0.0

@@ -427,11 +427,11 @@ fn reads_an_image_with_the_real_models() {
     let quads = engine.detect(&img, max_side).unwrap();
     let det = t.elapsed();
     let t = std::time::Instant::now();
-    for q in &quads {
-        engine
-            .recognize(&recognize::crop_quad(&img, q.pts), None)
-            .unwrap();
-    }
+    let crops: Vec<_> = quads
+        .iter()
+        .map(|q| recognize::crop_quad(&img, q.pts))
+        .collect();
+    engine.recognize_each(&crops, None).unwrap();
     let rec = t.elapsed();
     println!(
         "total {total:?}: load {load:?}, detection {det:?}, recognition of {} boxes {rec:?}",
