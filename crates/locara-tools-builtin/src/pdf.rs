@@ -300,9 +300,17 @@ fn fix_media_box(doc: &mut Document, page: ObjectId) {
 /// The text of page `number` (1-based), in the order `pdf-extract` produces it, with leading
 /// blank lines and trailing whitespace removed.
 ///
+/// `fonts` holds the fonts made for earlier pages of the same document (start with
+/// [`pdf_extract::Fonts::new`]): a document's pages mostly share their fonts, and making one
+/// (parsing its encoding and ToUnicode map) cost more than reading a page of text with it.
+///
 /// # Errors
 /// A failed error when the page's content cannot be interpreted.
-pub(crate) fn page_text(pdf: &Pdf, number: u32) -> Result<String, ToolError> {
+pub(crate) fn page_text<'a>(
+    pdf: &'a Pdf,
+    number: u32,
+    fonts: &mut pdf_extract::Fonts<'a>,
+) -> Result<String, ToolError> {
     if pdf.malformed_content.contains(&number) {
         return Err(ToolError::failed(format!(
             "cannot read the text of page {number}: its content stream is malformed"
@@ -311,7 +319,7 @@ pub(crate) fn page_text(pdf: &Pdf, number: u32) -> Result<String, ToolError> {
     let extracted = panic::catch_unwind(AssertUnwindSafe(|| {
         let mut text = String::new();
         let mut output = pdf_extract::PlainTextOutput::new(&mut text);
-        pdf_extract::output_doc_page(&pdf.doc, &mut output, number).map(|()| text)
+        pdf_extract::output_doc_page_with_fonts(&pdf.doc, fonts, &mut output, number).map(|()| text)
     }));
     match extracted {
         Ok(Ok(text)) => Ok(text.trim_start_matches(['\n', '\r']).trim_end().to_owned()),

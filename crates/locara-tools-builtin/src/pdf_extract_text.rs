@@ -118,8 +118,9 @@ fn read(args: Args, root: &Path) -> Result<Output, ToolError> {
 /// The text of every page of `pdf`, in order, with no limit (for tests and `pdf.split`'s tests).
 #[cfg(test)]
 pub(crate) fn all_pages(pdf: &pdf::Pdf) -> Result<Vec<String>, ToolError> {
+    let mut fonts = pdf_extract::Fonts::new();
     (1..=pdf.page_count())
-        .map(|n| pdf::page_text(pdf, n))
+        .map(|n| pdf::page_text(pdf, n, &mut fonts))
         .collect()
 }
 
@@ -137,6 +138,7 @@ fn extract(pdf: &pdf::Pdf, pages: Option<&str>, max_chars: usize) -> Result<Outp
     let mut next_page = None;
     let mut unreadable = Vec::new();
     let mut last_error = None;
+    let mut fonts = pdf_extract::Fonts::new();
     let reading = progress::Task::start("Reading pages", Some(wanted.len() as u64));
     for &number in &wanted {
         if budget == 0 {
@@ -145,7 +147,7 @@ fn extract(pdf: &pdf::Pdf, pages: Option<&str>, max_chars: usize) -> Result<Outp
             break;
         }
         reading.step(Some(&format!("page {number}")));
-        let mut text = match pdf::page_text(pdf, number) {
+        let mut text = match pdf::page_text(pdf, number, &mut fonts) {
             Ok(text) => text,
             Err(err) if wanted.len() > 1 => {
                 unreadable.push(number);

@@ -73,9 +73,18 @@ fn loads_a_pdf_and_reads_each_page() {
     let pdf = load(&sample_pdf(&["First page\nsecond line", "", "Third"]), "x").unwrap();
     assert_eq!(pdf.page_count(), 3);
     assert_eq!(pdf.encryption, Encryption::None);
-    assert_eq!(page_text(&pdf, 1).unwrap(), "First page\nsecond line");
-    assert_eq!(page_text(&pdf, 2).unwrap(), "");
-    assert_eq!(page_text(&pdf, 3).unwrap(), "Third");
+    assert_eq!(
+        page_text(&pdf, 1, &mut pdf_extract::Fonts::new()).unwrap(),
+        "First page\nsecond line"
+    );
+    assert_eq!(
+        page_text(&pdf, 2, &mut pdf_extract::Fonts::new()).unwrap(),
+        ""
+    );
+    assert_eq!(
+        page_text(&pdf, 3, &mut pdf_extract::Fonts::new()).unwrap(),
+        "Third"
+    );
 }
 
 #[test]
@@ -142,7 +151,7 @@ fn garbage_after_a_pdf_header_is_a_clean_error() {
                 ),
                 Ok(pdf) => {
                     for n in 1..=pdf.page_count() {
-                        let _ = page_text(&pdf, n);
+                        let _ = page_text(&pdf, n, &mut pdf_extract::Fonts::new());
                     }
                 }
             }
@@ -183,7 +192,10 @@ fn refuses_an_encrypt_entry_it_cannot_use() {
 fn opens_a_pdf_encrypted_with_an_owner_password_only() {
     let pdf = load(ENCRYPTED_OWNER, "source").unwrap();
     assert_eq!(pdf.encryption, Encryption::OpenedWithoutPassword);
-    assert_eq!(page_text(&pdf, 1).unwrap(), "Hello PDF world");
+    assert_eq!(
+        page_text(&pdf, 1, &mut pdf_extract::Fonts::new()).unwrap(),
+        "Hello PDF world"
+    );
 }
 
 #[test]
@@ -205,7 +217,10 @@ fn gives_pages_without_a_media_box_a_default_one() {
         page.get(b"MediaBox").unwrap(),
         &Object::Array(vec![0.into(), 0.into(), 612.into(), 792.into()])
     );
-    assert_eq!(page_text(&pdf, 1).unwrap(), "Boxless");
+    assert_eq!(
+        page_text(&pdf, 1, &mut pdf_extract::Fonts::new()).unwrap(),
+        "Boxless"
+    );
 }
 
 #[test]
@@ -215,4 +230,98 @@ fn standalone_pages_carry_their_inherited_attributes() {
     assert!(dict.get(b"Parent").is_err());
     assert!(dict.get(b"Resources").unwrap().as_reference().is_ok());
     assert!(dict.get(b"MediaBox").unwrap().as_array().is_ok());
+}
+
+#[test]
+fn makes_a_font_shared_by_pages_once_and_reads_each_page_as_alone() {
+    let pdf = load(&sample_pdf(&["First page", "Second", "", "Fourth"]), "x").unwrap();
+    let mut fonts = pdf_extract::Fonts::new();
+    for n in 1..=4 {
+        let alone = page_text(&pdf, n, &mut pdf_extract::Fonts::new()).unwrap();
+        assert_eq!(page_text(&pdf, n, &mut fonts).unwrap(), alone, "page {n}");
+    }
+    // The four pages inherit one font dictionary: it was made once, for page 1.
+    assert_eq!(fonts.len(), 1);
+}
+
+/// Font names are per page: a name reused on a later page for another font must read with
+/// that font, not with the one made for the earlier page under the same name.
+#[test]
+fn a_font_name_reused_on_a_later_page_reads_with_that_pages_font() {
+    use lopdf::content::{Content, Operation};
+    use lopdf::{Dictionary, Document, Object, Stream};
+
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    // Font A draws code 65 as the glyph `x`; font B is plain Helvetica, where 65 is `A`.
+    let font_a = doc.add_object(Dictionary::from_iter(vec![
+        ("Type", Object::Name(b"Font".to_vec())),
+        ("Subtype", Object::Name(b"Type1".to_vec())),
+        ("BaseFont", Object::Name(b"Helvetica".to_vec())),
+        (
+            "Encoding",
+            Object::Dictionary(Dictionary::from_iter(vec![(
+                "Differences",
+                Object::Array(vec![65.into(), Object::Name(b"x".to_vec())]),
+            )])),
+        ),
+    ]));
+    let font_b = doc.add_object(Dictionary::from_iter(vec![
+        ("Type", Object::Name(b"Font".to_vec())),
+        ("Subtype", Object::Name(b"Type1".to_vec())),
+        ("BaseFont", Object::Name(b"Helvetica".to_vec())),
+    ]));
+    let mut kids = Vec::new();
+    for font in [font_a, font_b, font_a] {
+        let content = Content {
+            operations: vec![
+                Operation::new("BT", vec![]),
+                Operation::new("Tf", vec!["F1".into(), 12.into()]),
+                Operation::new("Td", vec![72.into(), 720.into()]),
+                Operation::new("Tj", vec![Object::string_literal("AA")]),
+                Operation::new("ET", vec![]),
+            ],
+        };
+        let content_id = doc.add_object(Stream::new(Dictionary::new(), content.encode().unwrap()));
+        let resources = Dictionary::from_iter(vec![(
+            "Font",
+            Object::Dictionary(Dictionary::from_iter(vec![("F1", Object::Reference(font))])),
+        )]);
+        kids.push(Object::Reference(doc.add_object(Dictionary::from_iter(
+            vec![
+                ("Type", Object::Name(b"Page".to_vec())),
+                ("Parent", Object::Reference(pages_id)),
+                ("Contents", Object::Reference(content_id)),
+                ("Resources", Object::Dictionary(resources)),
+            ],
+        ))));
+    }
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(Dictionary::from_iter(vec![
+            ("Type", Object::Name(b"Pages".to_vec())),
+            ("Count", Object::Integer(kids.len() as i64)),
+            ("Kids", Object::Array(kids)),
+            (
+                "MediaBox",
+                Object::Array(vec![0.into(), 0.into(), 612.into(), 792.into()]),
+            ),
+        ])),
+    );
+    let catalog_id = doc.add_object(Dictionary::from_iter(vec![
+        ("Type", Object::Name(b"Catalog".to_vec())),
+        ("Pages", Object::Reference(pages_id)),
+    ]));
+    doc.trailer.set("Root", catalog_id);
+    let mut bytes = Vec::new();
+    doc.save_to(&mut bytes).unwrap();
+
+    let pdf = load(&bytes, "x").unwrap();
+    let mut fonts = pdf_extract::Fonts::new();
+    let texts: Vec<String> = (1..=3)
+        .map(|n| page_text(&pdf, n, &mut fonts).unwrap())
+        .collect();
+    assert_eq!(texts, ["xx", "AA", "xx"]);
+    // Page 3 took font A as made for page 1.
+    assert_eq!(fonts.len(), 2);
 }
