@@ -503,20 +503,33 @@ pub(crate) mod testing {
             ]));
             kids.push(Object::Reference(page_id));
         }
+        let resources = ("Resources", Object::Reference(resources_id));
+        saved_with_pages(doc, pages_id, kids, vec![resources])
+    }
+
+    /// The bytes of `doc` once its page tree's root `pages_id` holds `kids` (each page's
+    /// `Parent` is `pages_id`), a US Letter `MediaBox` and `inherited` for every page, and a
+    /// catalog points at it.
+    pub(crate) fn saved_with_pages(
+        mut doc: Document,
+        pages_id: lopdf::ObjectId,
+        kids: Vec<Object>,
+        inherited: Vec<(&str, Object)>,
+    ) -> Vec<u8> {
         let count = kids.len() as i64;
-        doc.objects.insert(
-            pages_id,
-            Object::Dictionary(Dictionary::from_iter(vec![
-                ("Type", Object::Name(b"Pages".to_vec())),
-                ("Kids", Object::Array(kids)),
-                ("Count", Object::Integer(count)),
-                ("Resources", Object::Reference(resources_id)),
-                (
-                    "MediaBox",
-                    Object::Array(vec![0.into(), 0.into(), 612.into(), 792.into()]),
-                ),
-            ])),
-        );
+        let mut root = Dictionary::from_iter(vec![
+            ("Type", Object::Name(b"Pages".to_vec())),
+            ("Kids", Object::Array(kids)),
+            ("Count", Object::Integer(count)),
+            (
+                "MediaBox",
+                Object::Array(vec![0.into(), 0.into(), 612.into(), 792.into()]),
+            ),
+        ]);
+        for (key, value) in inherited {
+            root.set(key, value);
+        }
+        doc.objects.insert(pages_id, Object::Dictionary(root));
         let catalog_id = doc.add_object(Dictionary::from_iter(vec![
             ("Type", Object::Name(b"Catalog".to_vec())),
             ("Pages", Object::Reference(pages_id)),

@@ -296,25 +296,8 @@ fn a_font_name_reused_on_a_later_page_reads_with_that_pages_font() {
             ],
         ))));
     }
-    doc.objects.insert(
-        pages_id,
-        Object::Dictionary(Dictionary::from_iter(vec![
-            ("Type", Object::Name(b"Pages".to_vec())),
-            ("Count", Object::Integer(kids.len() as i64)),
-            ("Kids", Object::Array(kids)),
-            (
-                "MediaBox",
-                Object::Array(vec![0.into(), 0.into(), 612.into(), 792.into()]),
-            ),
-        ])),
-    );
-    let catalog_id = doc.add_object(Dictionary::from_iter(vec![
-        ("Type", Object::Name(b"Catalog".to_vec())),
-        ("Pages", Object::Reference(pages_id)),
-    ]));
-    doc.trailer.set("Root", catalog_id);
-    let mut bytes = Vec::new();
-    doc.save_to(&mut bytes).unwrap();
+    // Each page has its own resources; the root gives them nothing more.
+    let bytes = super::testing::saved_with_pages(doc, pages_id, kids, vec![]);
 
     let pdf = load(&bytes, "x").unwrap();
     let mut fonts = pdf_extract::Fonts::new();
