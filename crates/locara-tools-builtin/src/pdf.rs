@@ -468,11 +468,7 @@ pub(crate) mod testing {
     pub(crate) fn sample_pdf(pages: &[&str]) -> Vec<u8> {
         let mut doc = Document::with_version("1.5");
         let pages_id = doc.new_object_id();
-        let font_id = doc.add_object(Dictionary::from_iter(vec![
-            ("Type", Object::Name(b"Font".to_vec())),
-            ("Subtype", Object::Name(b"Type1".to_vec())),
-            ("BaseFont", Object::Name(b"Helvetica".to_vec())),
-        ]));
+        let font_id = doc.add_object(helvetica());
         let resources_id = doc.add_object(Dictionary::from_iter(vec![(
             "Font",
             Object::Dictionary(Dictionary::from_iter(vec![(
@@ -505,6 +501,15 @@ pub(crate) mod testing {
         }
         let resources = ("Resources", Object::Reference(resources_id));
         saved_with_pages(doc, pages_id, kids, vec![resources])
+    }
+
+    /// The dictionary of Helvetica, one of the standard Type 1 fonts (no font file embedded).
+    pub(crate) fn helvetica() -> Dictionary {
+        Dictionary::from_iter(vec![
+            ("Type", Object::Name(b"Font".to_vec())),
+            ("Subtype", Object::Name(b"Type1".to_vec())),
+            ("BaseFont", Object::Name(b"Helvetica".to_vec())),
+        ])
     }
 
     /// The bytes of `doc` once its page tree's root `pages_id` holds `kids` (each page's

@@ -254,23 +254,16 @@ fn a_font_name_reused_on_a_later_page_reads_with_that_pages_font() {
     let mut doc = Document::with_version("1.5");
     let pages_id = doc.new_object_id();
     // Font A draws code 65 as the glyph `x`; font B is plain Helvetica, where 65 is `A`.
-    let font_a = doc.add_object(Dictionary::from_iter(vec![
-        ("Type", Object::Name(b"Font".to_vec())),
-        ("Subtype", Object::Name(b"Type1".to_vec())),
-        ("BaseFont", Object::Name(b"Helvetica".to_vec())),
-        (
-            "Encoding",
-            Object::Dictionary(Dictionary::from_iter(vec![(
-                "Differences",
-                Object::Array(vec![65.into(), Object::Name(b"x".to_vec())]),
-            )])),
-        ),
-    ]));
-    let font_b = doc.add_object(Dictionary::from_iter(vec![
-        ("Type", Object::Name(b"Font".to_vec())),
-        ("Subtype", Object::Name(b"Type1".to_vec())),
-        ("BaseFont", Object::Name(b"Helvetica".to_vec())),
-    ]));
+    let mut redrawn = super::testing::helvetica();
+    redrawn.set(
+        "Encoding",
+        Dictionary::from_iter(vec![(
+            "Differences",
+            Object::Array(vec![65.into(), Object::Name(b"x".to_vec())]),
+        )]),
+    );
+    let font_a = doc.add_object(redrawn);
+    let font_b = doc.add_object(super::testing::helvetica());
     let mut kids = Vec::new();
     for font in [font_a, font_b, font_a] {
         let content = Content {
