@@ -9,7 +9,8 @@
 //! - `exact`: exactly `width` x `height`, stretching if the aspect ratio differs.
 //!
 //! Resampling uses `image`'s separable filters (default Lanczos3, the sharpest of them and the
-//! usual choice for photographs and downscaling); colours with partial transparency are
+//! usual choice for photographs and downscaling), computed for 8-bit images by [`resample`] to
+//! the same bits in a cache-friendly order; colours with partial transparency are
 //! resampled premultiplied by alpha, so transparent pixels do not bleed dark fringes.
 //! The output is bounded by [`MAX_OUTPUT_SIDE`], [`MAX_OUTPUT_PIXELS`] and the resampler's
 //! working memory [`MAX_WORK_BYTES`].
@@ -25,6 +26,7 @@ use crate::abi::{self, ToolError};
 use crate::blob::{Blob, OutDir};
 use crate::image_io::{self, Format, SourceInfo};
 
+mod resample;
 #[cfg(test)]
 mod tests;
 
@@ -341,7 +343,7 @@ fn resample(image: DynamicImage, size: (u32, u32), filter: FilterType) -> Dynami
     }
     let mut image = image;
     let premultiplied = premultiply(&mut image, true);
-    let mut out = image.resize_exact(size.0, size.1, filter);
+    let mut out = resample::resize_exact(&image, size.0, size.1, filter);
     drop(image);
     if premultiplied {
         premultiply(&mut out, false);

@@ -1,0 +1,302 @@
+//! `image`'s separable resampling (`imageops::resize`, which `DynamicImage::resize_exact`
+//! runs) for 8-bit images, to the same bits, walked in the order the memory is laid out.
+//!
+//! `image` 0.25 computes each output pixel with `get_pixel`/`put_pixel` and its horizontal
+//! pass walks the `f32` intermediate column by column, so every tap is a bounds-checked
+//! lookup a row away from the last; it widens every pixel to four channels (an RGB image pays
+//! for an alpha it never writes) and rounds with `f32::round`, which WebAssembly has no
+//! instruction for (a libm call per channel in the guest). Here both passes run along rows:
+//! the vertical pass adds whole source rows, scaled by their weight, into an intermediate row,
+//! and the horizontal pass reads each output pixel's taps from one intermediate row. Only the
+//! image's own channels are computed, and rounding is exact integer arithmetic.
+//!
+//! The arithmetic is `image`'s, operation for operation: the same kernels and weights
+//! (normalised by their sum, in the same order), each channel summed tap by tap from `0.0` in
+//! the same order, clamped to `0..=255` and rounded half away from zero. So the output equals
+//! `resize_exact`'s to the bit (the tests compare them for every 8-bit layout and filter).
+//! Other sample types (16-bit, `f32`) are left to `image`.
+
+use image::{DynamicImage, ImageBuffer, Pixel, imageops::FilterType};
+
+/// `image.resize_exact(width, height, filter)`, to the same bits.
+pub(crate) fn resize_exact(
+    image: &DynamicImage,
+    width: u32,
+    height: u32,
+    filter: FilterType,
+) -> DynamicImage {
+    match image {
+        DynamicImage::ImageLuma8(i) => {
+            resize::<_, 1>(i, width, height, filter).map(DynamicImage::ImageLuma8)
+        }
+        DynamicImage::ImageLumaA8(i) => {
+            resize::<_, 2>(i, width, height, filter).map(DynamicImage::ImageLumaA8)
+        }
+        DynamicImage::ImageRgb8(i) => {
+            resize::<_, 3>(i, width, height, filter).map(DynamicImage::ImageRgb8)
+        }
+        DynamicImage::ImageRgba8(i) => {
+            resize::<_, 4>(i, width, height, filter).map(DynamicImage::ImageRgba8)
+        }
+        _ => None,
+    }
+    .unwrap_or_else(|| image.resize_exact(width, height, filter))
+}
+
+/// Resamples an `N`-channel 8-bit image; `None` for what `image` handles itself (an empty
+/// source, an unchanged size, a colour space the output cannot carry).
+fn resize<P: Pixel<Subpixel = u8>, const N: usize>(
+    source: &ImageBuffer<P, Vec<u8>>,
+    width: u32,
+    height: u32,
+    filter: FilterType,
+) -> Option<ImageBuffer<P, Vec<u8>>> {
+    let (sw, sh) = source.dimensions();
+    if sw == 0 || sh == 0 || (sw, sh) == (width, height) {
+        return None;
+    }
+    let (kernel, support) = kernel(filter);
+    let (sw, width_out) = (sw as usize, width as usize);
+    let src = source.as_raw();
+
+    // Vertical: source rows into an `f32` intermediate `sw` wide and `height` high.
+    let row = sw * N;
+    let mut between = vec![0.0f32; row * height as usize];
+    for (outy, taps) in (0..height).zip(Taps::new(sh, height, kernel, support)) {
+        let out = &mut between[outy as usize * row..][..row];
+        for (i, &w) in taps.weights.iter().enumerate() {
+            let line = &src[(taps.first + i) * row..][..row];
+            for (acc, &s) in out.iter_mut().zip(line) {
+                *acc += f32::from(s) * w;
+            }
+        }
+    }
+
+    // Horizontal: each intermediate row into an output row.
+    let columns: Vec<Taps> = Taps::new(sw as u32, width, kernel, support).collect();
+    let out_row = width_out * N;
+    let mut pixels = vec![0u8; out_row * height as usize];
+    for (line, out) in between
+        .chunks_exact(row)
+        .zip(pixels.chunks_exact_mut(out_row))
+    {
+        for (taps, pixel) in columns.iter().zip(out.chunks_exact_mut(N)) {
+            let mut t = [0.0f32; N];
+            let first = &line[taps.first * N..][..taps.weights.len() * N];
+            for (&w, p) in taps.weights.iter().zip(first.chunks_exact(N)) {
+                for c in 0..N {
+                    t[c] += p[c] * w;
+                }
+            }
+            for (out, t) in pixel.iter_mut().zip(t) {
+                *out = to_u8(t);
+            }
+        }
+    }
+    let mut out = ImageBuffer::from_raw(width, height, pixels)?;
+    out.set_color_space(source.color_space()).ok()?;
+    Some(out)
+}
+
+/// The source pixels one output pixel reads along one axis, and their normalised weights.
+struct Taps {
+    first: usize,
+    weights: Vec<f32>,
+}
+
+impl Taps {
+    /// Each output position's taps along an axis `from` pixels long resampled to `to`: `image`'s
+    /// `vertical_sample`/`horizontal_sample` computation.
+    fn new(from: u32, to: u32, kernel: fn(f32) -> f32, support: f32) -> impl Iterator<Item = Taps> {
+        let ratio = from as f32 / to as f32;
+        let sratio = if ratio < 1.0 { 1.0 } else { ratio };
+        let src_support = support * sratio;
+        (0..to).map(move |out| {
+            let input = (out as f32 + 0.5) * ratio;
+            let left = ((input - src_support).floor() as i64).clamp(0, i64::from(from) - 1);
+            let right = ((input + src_support).ceil() as i64).clamp(left + 1, i64::from(from));
+            let input = input - 0.5;
+            let mut weights: Vec<f32> = (left..right)
+                .map(|i| kernel((i as f32 - input) / sratio))
+                .collect();
+            let sum = weights.iter().fold(0.0, |sum, w| sum + w);
+            for w in &mut weights {
+                *w /= sum;
+            }
+            Taps {
+                first: left as usize,
+                weights,
+            }
+        })
+    }
+}
+
+/// `image`'s `clamp(t, 0.0, 255.0)` then `f32::round` (half away from zero) to `u8`, without
+/// `round`: for `t` in `0.0..=255.0`, `t - trunc(t)` is exact.
+fn to_u8(t: f32) -> u8 {
+    let t = t.clamp(0.0, 255.0);
+    // NaN (weights summing to zero) passes the clamp; `image` then panics on the conversion,
+    // this makes it 0.
+    let whole = t as u8;
+    whole + u8::from(t - f32::from(whole) >= 0.5)
+}
+
+/// `image`'s kernel and support for `filter`.
+fn kernel(filter: FilterType) -> (fn(f32) -> f32, f32) {
+    match filter {
+        FilterType::Nearest => (|_| 1.0, 0.0),
+        FilterType::Triangle => (triangle, 1.0),
+        FilterType::CatmullRom => (|x| bc_cubic_spline(x, 0.0, 0.5), 2.0),
+        FilterType::Gaussian => (|x| gaussian(x, 0.5), 3.0),
+        FilterType::Lanczos3 => (|x| lanczos(x, 3.0), 3.0),
+    }
+}
+
+fn sinc(t: f32) -> f32 {
+    let a = t * std::f32::consts::PI;
+    if t == 0.0 { 1.0 } else { a.sin() / a }
+}
+
+fn lanczos(x: f32, t: f32) -> f32 {
+    if x.abs() < t {
+        sinc(x) * sinc(x / t)
+    } else {
+        0.0
+    }
+}
+
+fn bc_cubic_spline(x: f32, b: f32, c: f32) -> f32 {
+    let a = x.abs();
+    let k = if a < 1.0 {
+        (12.0 - 9.0 * b - 6.0 * c) * a.powi(3)
+            + (-18.0 + 12.0 * b + 6.0 * c) * a.powi(2)
+            + (6.0 - 2.0 * b)
+    } else if a < 2.0 {
+        (-b - 6.0 * c) * a.powi(3)
+            + (6.0 * b + 30.0 * c) * a.powi(2)
+            + (-12.0 * b - 48.0 * c) * a
+            + (8.0 * b + 24.0 * c)
+    } else {
+        0.0
+    };
+    k / 6.0
+}
+
+fn gaussian(x: f32, r: f32) -> f32 {
+    ((2.0 * std::f32::consts::PI).sqrt() * r).recip() * (-x.powi(2) / (2.0 * r.powi(2))).exp()
+}
+
+fn triangle(x: f32) -> f32 {
+    if x.abs() < 1.0 { 1.0 - x.abs() } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use image::{GrayAlphaImage, GrayImage, RgbImage, RgbaImage};
+
+    use super::*;
+
+    const FILTERS: [FilterType; 5] = [
+        FilterType::Nearest,
+        FilterType::Triangle,
+        FilterType::CatmullRom,
+        FilterType::Gaussian,
+        FilterType::Lanczos3,
+    ];
+
+    /// A source with edges, gradients and noise in every channel, so that weights of both
+    /// signs, clamping at both ends and rounding near .5 all occur.
+    fn bytes(len: usize) -> Vec<u8> {
+        let mut state = 0x9e37_79b9u32;
+        (0..len)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                match i % 7 {
+                    0 | 1 => (state >> 24) as u8,
+                    2 => {
+                        if (i / 13) % 2 == 0 {
+                            0
+                        } else {
+                            255
+                        }
+                    }
+                    _ => (i % 251) as u8,
+                }
+            })
+            .collect()
+    }
+
+    fn sources(w: u32, h: u32) -> Vec<DynamicImage> {
+        let n = (w * h) as usize;
+        vec![
+            DynamicImage::ImageLuma8(GrayImage::from_raw(w, h, bytes(n)).unwrap()),
+            DynamicImage::ImageLumaA8(GrayAlphaImage::from_raw(w, h, bytes(2 * n)).unwrap()),
+            DynamicImage::ImageRgb8(RgbImage::from_raw(w, h, bytes(3 * n)).unwrap()),
+            DynamicImage::ImageRgba8(RgbaImage::from_raw(w, h, bytes(4 * n)).unwrap()),
+        ]
+    }
+
+    #[test]
+    fn equals_image_resize_exact_to_the_bit_for_every_8_bit_layout_and_filter() {
+        // Down and up, by whole and odd factors, to and from a single row or column.
+        let cases = [
+            ((37, 29), (12, 9)),
+            ((37, 29), (80, 61)),
+            ((64, 48), (16, 12)),
+            ((20, 20), (1, 7)),
+            ((1, 9), (5, 3)),
+            ((9, 1), (4, 4)),
+            ((31, 17), (31, 40)),
+        ];
+        let mut compared = 0;
+        for ((sw, sh), (w, h)) in cases {
+            for source in sources(sw, sh) {
+                for filter in FILTERS {
+                    let ours = resize_exact(&source, w, h, filter);
+                    let theirs = source.resize_exact(w, h, filter);
+                    assert_eq!(ours.color(), theirs.color());
+                    assert_eq!((ours.width(), ours.height()), (w, h));
+                    assert!(
+                        ours.as_bytes() == theirs.as_bytes(),
+                        "{:?} {sw}x{sh} -> {w}x{h} with {filter:?} differs from image's",
+                        source.color()
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 7 * 4 * 5);
+    }
+
+    #[test]
+    fn rounds_half_away_from_zero_and_clamps_like_f32_round() {
+        for bits in (0..=u32::from(u16::MAX)).map(|i| (255.0f32 * i as f32 / 65535.0).to_bits()) {
+            let t = f32::from_bits(bits);
+            for t in [
+                t,
+                f32::from_bits(bits + 1),
+                f32::from_bits(bits.saturating_sub(1)),
+            ] {
+                assert_eq!(
+                    u32::from(to_u8(t)),
+                    t.clamp(0.0, 255.0).round() as u32,
+                    "{t}"
+                );
+            }
+        }
+        for t in [-0.5, -3.0, 255.49, 255.5, 1e9, 0.49999997, 0.5, 2.5] {
+            assert_eq!(f32::from(to_u8(t)), t.clamp(0.0, 255.0).round(), "{t}");
+        }
+    }
+
+    #[test]
+    fn keeps_16_bit_images_to_image() {
+        let source = DynamicImage::ImageRgb16(
+            image::ImageBuffer::from_raw(9, 7, vec![4000u16; 9 * 7 * 3]).unwrap(),
+        );
+        let ours = resize_exact(&source, 4, 3, FilterType::Lanczos3);
+        assert_eq!(ours, source.resize_exact(4, 3, FilterType::Lanczos3));
+    }
+}
