@@ -62,14 +62,12 @@ fn resize<P: Pixel<Subpixel = u8>, const N: usize>(
     // Vertical: source rows into an `f32` intermediate `sw` wide and `height` high.
     let row = sw * N;
     let mut between = vec![0.0f32; row * height as usize];
-    for (outy, taps) in (0..height).zip(Taps::new(sh, height, kernel, support)) {
-        let out = &mut between[outy as usize * row..][..row];
-        for (i, &w) in taps.weights.iter().enumerate() {
-            let line = &src[(taps.first + i) * row..][..row];
-            for (acc, &s) in out.iter_mut().zip(line) {
-                *acc += f32::from(s) * w;
-            }
-        }
+    for (out, taps) in between
+        .chunks_exact_mut(row)
+        .zip(Taps::new(sh, height, kernel, support))
+    {
+        let lines = &src[taps.first * row..][..taps.weights.len() * row];
+        vertical(lines, &taps.weights, out);
     }
 
     // Horizontal: each intermediate row into an output row.
@@ -80,22 +78,62 @@ fn resize<P: Pixel<Subpixel = u8>, const N: usize>(
         .chunks_exact(row)
         .zip(pixels.chunks_exact_mut(out_row))
     {
-        for (taps, pixel) in columns.iter().zip(out.chunks_exact_mut(N)) {
-            let mut t = [0.0f32; N];
-            let first = &line[taps.first * N..][..taps.weights.len() * N];
-            for (&w, p) in taps.weights.iter().zip(first.chunks_exact(N)) {
-                for c in 0..N {
-                    t[c] += p[c] * w;
-                }
-            }
-            for (out, t) in pixel.iter_mut().zip(t) {
-                *out = to_u8(t);
-            }
-        }
+        horizontal::<N>(line, &columns, out);
     }
     let mut out = ImageBuffer::from_raw(width, height, pixels)?;
     out.set_color_space(source.color_space()).ok()?;
     Some(out)
+}
+
+/// One intermediate row: `out[x]` is the sum over the taps `i` of `lines[i][x] * weights[i]`,
+/// `lines` being the taps' source rows one after another, added in tap order. Sixteen columns
+/// at a time, each block summed over every tap before it is stored. Not inlined: in the
+/// guest, Cranelift allocates a small function's registers much better than those of one
+/// inlined into the tool's whole body.
+#[inline(never)]
+fn vertical(lines: &[u8], weights: &[f32], out: &mut [f32]) {
+    const LANES: usize = 16;
+    let row = out.len();
+    let whole = row - row % LANES;
+    let (blocks, rest) = out.split_at_mut(whole);
+    for (x, block) in (0..whole)
+        .step_by(LANES)
+        .zip(blocks.as_chunks_mut::<LANES>().0)
+    {
+        let mut t = [0.0f32; LANES];
+        for (line, &w) in lines.chunks_exact(row).zip(weights) {
+            let s: &[u8; LANES] = line[x..x + LANES].try_into().expect("LANES bytes");
+            for (t, &s) in t.iter_mut().zip(s) {
+                *t += f32::from(s) * w;
+            }
+        }
+        *block = t;
+    }
+    for (x, out) in (whole..row).zip(rest) {
+        let mut t = 0.0f32;
+        for (line, &w) in lines.chunks_exact(row).zip(weights) {
+            t += f32::from(line[x]) * w;
+        }
+        *out = t;
+    }
+}
+
+/// One output row from one intermediate row of `N`-channel pixels, each channel summed tap by
+/// tap. Not inlined, as [`vertical`].
+#[inline(never)]
+fn horizontal<const N: usize>(line: &[f32], columns: &[Taps], out: &mut [u8]) {
+    for (taps, pixel) in columns.iter().zip(out.chunks_exact_mut(N)) {
+        let mut t = [0.0f32; N];
+        let first = &line[taps.first * N..][..taps.weights.len() * N];
+        for (&w, p) in taps.weights.iter().zip(first.as_chunks::<N>().0) {
+            for c in 0..N {
+                t[c] += p[c] * w;
+            }
+        }
+        for (out, t) in pixel.iter_mut().zip(t) {
+            *out = to_u8(t);
+        }
+    }
 }
 
 /// The source pixels one output pixel reads along one axis, and their normalised weights.
