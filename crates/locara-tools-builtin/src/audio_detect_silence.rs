@@ -639,32 +639,47 @@ impl Analyser {
         (samples * 1000 + rate / 2) / rate
     }
 
-    /// Consumes interleaved samples (a whole number of sample frames).
+    /// Consumes interleaved samples (a whole number of sample frames): up to the end of the
+    /// current analysis frame at a time, each sum kept in a local across that stretch (one
+    /// tight loop per channel sum, not a `match` and a store per sample), added in sample order
+    /// as before.
     fn push(&mut self, interleaved: &[f32]) {
         let channels = self.channels;
-        for sample_frame in interleaved.chunks_exact(channels) {
+        let mut rest = interleaved;
+        while !rest.is_empty() {
+            let room = usize::try_from(self.frame_len - self.in_frame).unwrap_or(usize::MAX);
+            let take = room.min(rest.len() / channels);
+            let (now, later) = rest.split_at(take * channels);
+            let frames = now.chunks_exact(channels);
             match self.mode {
                 ChannelMode::Mix => {
-                    let mixed =
-                        sample_frame.iter().map(|&s| f64::from(s)).sum::<f64>() / channels as f64;
-                    self.sums[0] += mixed * mixed;
+                    self.sums[0] = frames.fold(self.sums[0], |sum, sample_frame| {
+                        let mixed = sample_frame.iter().map(|&s| f64::from(s)).sum::<f64>()
+                            / channels as f64;
+                        sum + mixed * mixed
+                    });
                 }
                 ChannelMode::Index(i) => {
-                    let s = f64::from(sample_frame[i]);
-                    self.sums[0] += s * s;
+                    self.sums[0] = frames.fold(self.sums[0], |sum, sample_frame| {
+                        let s = f64::from(sample_frame[i]);
+                        sum + s * s
+                    });
                 }
                 ChannelMode::Loudest => {
-                    for (sum, &s) in self.sums.iter_mut().zip(sample_frame) {
-                        let s = f64::from(s);
-                        *sum += s * s;
+                    for (c, sum) in self.sums.iter_mut().enumerate() {
+                        *sum = frames.clone().fold(*sum, |sum, sample_frame| {
+                            let s = f64::from(sample_frame[c]);
+                            sum + s * s
+                        });
                     }
                 }
             }
-            self.in_frame += 1;
-            self.samples += 1;
+            self.in_frame += take as u64;
+            self.samples += take as u64;
             if self.in_frame == self.frame_len {
                 self.end_frame();
             }
+            rest = later;
         }
     }
 

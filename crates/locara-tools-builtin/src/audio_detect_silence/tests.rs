@@ -423,3 +423,88 @@ fn sniffs_containers() {
     assert!(matches!(sniff(b"FORM\0\0\0\0AIFF"), Sniffed::Unsupported(s) if s.contains("AIFF")));
     assert_eq!(sniff(b"hello"), Sniffed::Unknown);
 }
+
+/// The analyser as it was before it summed a frame's stretch at a time: one sample frame per
+/// step, every sum stored back each time. `push` must give the same bits.
+fn push_one_by_one(a: &mut super::Analyser, interleaved: &[f32]) {
+    use super::ChannelMode;
+    let channels = a.channels;
+    for sample_frame in interleaved.chunks_exact(channels) {
+        match a.mode {
+            ChannelMode::Mix => {
+                let mixed =
+                    sample_frame.iter().map(|&s| f64::from(s)).sum::<f64>() / channels as f64;
+                a.sums[0] += mixed * mixed;
+            }
+            ChannelMode::Index(i) => {
+                let s = f64::from(sample_frame[i]);
+                a.sums[0] += s * s;
+            }
+            ChannelMode::Loudest => {
+                for (sum, &s) in a.sums.iter_mut().zip(sample_frame) {
+                    let s = f64::from(s);
+                    *sum += s * s;
+                }
+            }
+        }
+        a.in_frame += 1;
+        a.samples += 1;
+        if a.in_frame == a.frame_len {
+            a.end_frame();
+        }
+    }
+}
+
+#[test]
+fn pushing_a_stretch_at_a_time_measures_exactly_as_sample_by_sample() {
+    use super::{Analyser, ChannelMode, Settings};
+    // Three channels of tones, silences and noise-like ramps, 0.7 s at 8 kHz (frames of 80).
+    let rate = 8_000u32;
+    let interleaved: Vec<f32> = (0..5_600u32 * 3)
+        .map(|i| {
+            let (t, c) = (i / 3, i % 3);
+            let level = if (t / 700) % 2 == 0 { 0.6 } else { 0.001 };
+            (level * (f64::from(t * (c + 2)) * 0.37).sin() + f64::from(c) * 1e-5) as f32
+        })
+        .collect();
+    for channel in [
+        ChannelMode::Mix,
+        ChannelMode::Loudest,
+        ChannelMode::Index(2),
+    ] {
+        let settings = Settings {
+            threshold_db: -30.0,
+            min_silence_ms: 20,
+            frame_ms: 10,
+            channel,
+        };
+        let new = || Analyser::new(rate, 3, &settings, "test").expect("valid settings");
+        let mut reference = new();
+        push_one_by_one(&mut reference, &interleaved);
+        // Packets that end inside, at and across frame boundaries.
+        for packet_frames in [1, 7, 80, 81, 1_000, 5_600] {
+            let mut a = new();
+            for packet in interleaved.chunks(packet_frames * 3) {
+                a.push(packet);
+            }
+            let state = |a: &Analyser| {
+                (
+                    a.samples,
+                    a.in_frame,
+                    a.sums.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
+                    a.total_sum.to_bits(),
+                    a.loudest.to_bits(),
+                    a.quietest.to_bits(),
+                    a.silence_start,
+                    a.silences.clone(),
+                )
+            };
+            assert_eq!(
+                state(&a),
+                state(&reference),
+                "{channel:?}, packets of {packet_frames}"
+            );
+        }
+        assert!(!reference.silences.is_empty(), "the signal has silences");
+    }
+}
