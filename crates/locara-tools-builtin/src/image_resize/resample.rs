@@ -6,9 +6,10 @@
 //! lookup a row away from the last; it widens every pixel to four channels (an RGB image pays
 //! for an alpha it never writes) and rounds with `f32::round`, which WebAssembly has no
 //! instruction for (a libm call per channel in the guest). Here both passes run along rows:
-//! the vertical pass adds whole source rows, scaled by their weight, into an intermediate row,
-//! and the horizontal pass reads each output pixel's taps from one intermediate row. Only the
-//! image's own channels are computed, and rounding is exact integer arithmetic.
+//! the vertical pass sums a block of columns over the taps' source rows and stores it in an
+//! intermediate row, and the horizontal pass reads each output pixel's taps from one
+//! intermediate row. Only the image's own channels are computed, and rounding is exact
+//! integer arithmetic.
 //!
 //! The arithmetic is `image`'s, operation for operation: the same kernels and weights
 //! (normalised by their sum, in the same order), each channel summed tap by tap from `0.0` in
