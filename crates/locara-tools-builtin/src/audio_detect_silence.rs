@@ -22,8 +22,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use symphonia::core::audio::SampleBuffer;
+use symphonia::core::audio::AudioBufferRef;
 use symphonia::core::codecs::{CODEC_TYPE_NULL, DecoderOptions};
+use symphonia::core::conv::IntoSample;
 use symphonia::core::errors::Error as SymError;
 use symphonia::core::formats::FormatOptions;
 use symphonia::core::io::{MediaSource, MediaSourceStream};
@@ -345,6 +346,35 @@ fn read_head(source: &mut dyn MediaSource) -> Result<Vec<u8>, std::io::Error> {
     Ok(head)
 }
 
+/// `sum` plus the square of each sample, in order. Its own function, not inlined into the
+/// decoding loop: Cranelift keeps a small loop's sum in a register.
+#[inline(never)]
+fn square_sum<S: Copy + IntoSample<f32>>(sum: f64, samples: &[S]) -> f64 {
+    samples.iter().fold(sum, |sum, &s| {
+        let s = f64::from(s.into_sample());
+        sum + s * s
+    })
+}
+
+/// `sum` plus the square of each sample frame's mean over the channels, for the frames in
+/// `stretch`.
+#[inline(never)]
+fn mix_square_sum<S: Copy + IntoSample<f32>>(
+    sum: f64,
+    planes: &[&[S]],
+    stretch: &std::ops::Range<usize>,
+) -> f64 {
+    let channels = planes.len() as f64;
+    stretch.clone().fold(sum, |sum, frame| {
+        let mixed = planes
+            .iter()
+            .map(|plane| f64::from(plane[frame].into_sample()))
+            .sum::<f64>()
+            / channels;
+        sum + mixed * mixed
+    })
+}
+
 /// Decodes `source` packet by packet and finds its silences.
 fn analyse(
     mut source: Box<dyn MediaSource>,
@@ -428,7 +458,6 @@ fn analyse(
     }
 
     let mut analyser: Option<Analyser> = None;
-    let mut buffer: Option<SampleBuffer<f32>> = None;
     let mut warnings = Vec::new();
     let mut decode_errors = 0u64;
     let mut first_error = None;
@@ -504,12 +533,18 @@ fn analyse(
                 display,
             )?),
         };
-        let buf = match &mut buffer {
-            Some(buf) if buf.capacity() >= frames * spec.channels.count() => buf,
-            _ => buffer.insert(SampleBuffer::new(decoded.capacity() as u64, spec)),
-        };
-        buf.copy_interleaved_ref(decoded);
-        analyser.push(buf.samples());
+        match decoded {
+            AudioBufferRef::U8(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::U16(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::U24(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::U32(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::S8(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::S16(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::S24(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::S32(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::F32(buf) => analyser.push(buf.planes().planes()),
+            AudioBufferRef::F64(buf) => analyser.push(buf.planes().planes()),
+        }
         if analyser.samples > analyser.max_samples {
             return Err(too_long(
                 display,
@@ -639,47 +674,41 @@ impl Analyser {
         (samples * 1000 + rate / 2) / rate
     }
 
-    /// Consumes interleaved samples (a whole number of sample frames): up to the end of the
-    /// current analysis frame at a time, each sum kept in a local across that stretch (one
-    /// tight loop per channel sum, not a `match` and a store per sample), added in sample order
-    /// as before.
-    fn push(&mut self, interleaved: &[f32]) {
-        let channels = self.channels;
-        let mut rest = interleaved;
-        while !rest.is_empty() {
+    /// Consumes a packet's samples as the decoder gives them, one slice per channel (all of the
+    /// same length), each sample made `f32` by symphonia's own conversion, as a
+    /// `SampleBuffer<f32>` would (so no interleaved copy is made first): up to the end of the
+    /// current analysis frame at a time, each sum kept in a local across that stretch and
+    /// added in sample order.
+    fn push<S: Copy + IntoSample<f32>>(&mut self, planes: &[&[S]]) {
+        let frames = planes.first().map_or(0, |plane| plane.len());
+        debug_assert_eq!(planes.len(), self.channels);
+        let mut at = 0;
+        while at < frames {
             let room = usize::try_from(self.frame_len - self.in_frame).unwrap_or(usize::MAX);
-            let take = room.min(rest.len() / channels);
-            let (now, later) = rest.split_at(take * channels);
-            let frames = now.chunks_exact(channels);
+            let stretch = at..at + room.min(frames - at);
             match self.mode {
-                ChannelMode::Mix => {
-                    self.sums[0] = frames.fold(self.sums[0], |sum, sample_frame| {
-                        let mixed = sample_frame.iter().map(|&s| f64::from(s)).sum::<f64>()
-                            / channels as f64;
-                        sum + mixed * mixed
-                    });
+                // One channel mixed is the channel itself: `-0.0 + s` is `s` and `s / 1.0` is
+                // `s`, to the bit.
+                ChannelMode::Mix if planes.len() == 1 => {
+                    self.sums[0] = square_sum(self.sums[0], &planes[0][stretch.clone()]);
                 }
+                ChannelMode::Mix => self.sums[0] = mix_square_sum(self.sums[0], planes, &stretch),
                 ChannelMode::Index(i) => {
-                    self.sums[0] = frames.fold(self.sums[0], |sum, sample_frame| {
-                        let s = f64::from(sample_frame[i]);
-                        sum + s * s
-                    });
+                    self.sums[0] = square_sum(self.sums[0], &planes[i][stretch.clone()]);
                 }
                 ChannelMode::Loudest => {
-                    for (c, sum) in self.sums.iter_mut().enumerate() {
-                        *sum = frames.clone().fold(*sum, |sum, sample_frame| {
-                            let s = f64::from(sample_frame[c]);
-                            sum + s * s
-                        });
+                    for (sum, plane) in self.sums.iter_mut().zip(planes) {
+                        *sum = square_sum(*sum, &plane[stretch.clone()]);
                     }
                 }
             }
-            self.in_frame += take as u64;
-            self.samples += take as u64;
+            let taken = stretch.len() as u64;
+            self.in_frame += taken;
+            self.samples += taken;
             if self.in_frame == self.frame_len {
                 self.end_frame();
             }
-            rest = later;
+            at = stretch.end;
         }
     }
 

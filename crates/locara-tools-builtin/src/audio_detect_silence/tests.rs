@@ -424,8 +424,9 @@ fn sniffs_containers() {
     assert_eq!(sniff(b"hello"), Sniffed::Unknown);
 }
 
-/// The analyser as it was before it summed a frame's stretch at a time: one sample frame per
-/// step, every sum stored back each time. `push` must give the same bits.
+/// The analyser as it was before it summed a frame's stretch at a time from the decoder's
+/// planes: one interleaved sample frame per step, every sum stored back each time. `push`
+/// must give the same bits.
 fn push_one_by_one(a: &mut super::Analyser, interleaved: &[f32]) {
     use super::ChannelMode;
     let channels = a.channels;
@@ -453,6 +454,20 @@ fn push_one_by_one(a: &mut super::Analyser, interleaved: &[f32]) {
             a.end_frame();
         }
     }
+}
+
+/// `interleaved` split into one `Vec` per channel.
+fn planes_of<S: Copy>(interleaved: &[S], channels: usize) -> Vec<Vec<S>> {
+    (0..channels)
+        .map(|c| {
+            interleaved
+                .iter()
+                .skip(c)
+                .step_by(channels)
+                .copied()
+                .collect()
+        })
+        .collect()
 }
 
 #[test]
@@ -485,7 +500,8 @@ fn pushing_a_stretch_at_a_time_measures_exactly_as_sample_by_sample() {
         for packet_frames in [1, 7, 80, 81, 1_000, 5_600] {
             let mut a = new();
             for packet in interleaved.chunks(packet_frames * 3) {
-                a.push(packet);
+                let planes = planes_of(packet, 3);
+                a.push(&planes.iter().map(Vec::as_slice).collect::<Vec<_>>());
             }
             let state = |a: &Analyser| {
                 (
@@ -506,5 +522,68 @@ fn pushing_a_stretch_at_a_time_measures_exactly_as_sample_by_sample() {
             );
         }
         assert!(!reference.silences.is_empty(), "the signal has silences");
+    }
+}
+
+/// Integer samples are read straight from the decoder's planes, each made `f32` by symphonia's
+/// conversion: the sums are those of the interleaved `f32` copy a `SampleBuffer` makes, to
+/// the bit, for every channel mode, one channel and two.
+#[test]
+fn reads_integer_planes_as_a_sample_buffer_of_f32_would() {
+    use super::{Analyser, ChannelMode, Settings};
+    use symphonia::core::audio::{
+        AudioBuffer, AudioBufferRef, Channels, SampleBuffer, Signal as _, SignalSpec,
+    };
+    let rate = 8_000u32;
+    let frames = 4_000usize;
+    for (channels, layout) in [
+        (1, Channels::FRONT_LEFT),
+        (2, Channels::FRONT_LEFT | Channels::FRONT_RIGHT),
+    ] {
+        let spec = SignalSpec::new(rate, layout);
+        let mut buf = AudioBuffer::<i16>::new(frames as u64, spec);
+        buf.render_reserved(Some(frames));
+        for c in 0..channels {
+            for (t, s) in buf.chan_mut(c).iter_mut().enumerate() {
+                let level = if (t / 700) % 2 == 0 { 12_000.0 } else { 9.0 };
+                *s = (level * ((t * (c + 2)) as f64 * 0.37).sin()) as i16;
+            }
+        }
+        buf.chan_mut(0)[5] = i16::MIN;
+        buf.chan_mut(0)[6] = i16::MAX;
+        let mut interleaved = SampleBuffer::<f32>::new(frames as u64, spec);
+        interleaved.copy_interleaved_ref(AudioBufferRef::S16(std::borrow::Cow::Borrowed(&buf)));
+        for channel in [
+            ChannelMode::Mix,
+            ChannelMode::Loudest,
+            ChannelMode::Index(channels - 1),
+        ] {
+            let settings = Settings {
+                threshold_db: -30.0,
+                min_silence_ms: 20,
+                frame_ms: 10,
+                channel,
+            };
+            let new = || Analyser::new(rate, channels, &settings, "test").expect("valid settings");
+            let mut reference = new();
+            push_one_by_one(&mut reference, interleaved.samples());
+            let mut a = new();
+            a.push(buf.planes().planes());
+            let sums = |a: &Analyser| {
+                (
+                    a.samples,
+                    a.total_sum.to_bits(),
+                    a.loudest.to_bits(),
+                    a.quietest.to_bits(),
+                    a.silences.clone(),
+                )
+            };
+            assert_eq!(
+                sums(&a),
+                sums(&reference),
+                "{channels} channel(s), {channel:?}"
+            );
+            assert!(!reference.silences.is_empty(), "the signal has silences");
+        }
     }
 }
