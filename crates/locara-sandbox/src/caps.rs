@@ -49,7 +49,7 @@ pub struct Capabilities {
     pub(crate) temp_dir: bool,
     pub(crate) program_name: String,
     pub(crate) args: Vec<String>,
-    pub(crate) staged: Vec<(String, Vec<u8>)>,
+    pub(crate) staged: Vec<(String, Arc<Vec<u8>>)>,
     pub(crate) collect: Option<String>,
     pub(crate) services: Option<Services>,
     pub(crate) random_seed: Option<u64>,
@@ -137,7 +137,15 @@ impl Capabilities {
     /// it through stdin. Staged bytes count towards the temp dir's limit; a call whose staged
     /// files alone exceed it is refused with [`Error::InvalidLimit`](crate::Error::InvalidLimit).
     /// The path must be relative and made of plain components; the call needs its temp dir.
-    pub fn with_temp_file(mut self, path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
+    ///
+    /// The bytes are shared, not copied, when given as an `Arc` (a host that stages the same
+    /// file for many calls). A guest that only reads a staged file reads it from the host's
+    /// memory: it is written into the temp dir only if the guest does anything else there.
+    pub fn with_temp_file(
+        mut self,
+        path: impl Into<String>,
+        bytes: impl Into<Arc<Vec<u8>>>,
+    ) -> Self {
         self.staged.push((path.into(), bytes.into()));
         self
     }

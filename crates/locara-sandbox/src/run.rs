@@ -273,6 +273,9 @@ pub(crate) fn finish(
     enforced: EnforcedLimits,
 ) -> RunOutcome {
     let Call { started } = call;
+    // Staged files under the collected directory are outputs even when the guest never
+    // touched the temp dir (they are still in memory then).
+    let unwritten = wasi.write_staged_outputs().err();
     let temp = wasi.temp.take();
     let temp_dirs = wasi.temp_dirs.take();
     let mut status = match (wasi.stop, end) {
@@ -295,6 +298,11 @@ pub(crate) fn finish(
     let stdout = std::mem::take(&mut wasi.stdout);
     let stderr = std::mem::take(&mut wasi.stderr);
     let stderr_truncated = wasi.stderr_truncated;
+    if let (true, Some(fail)) = (status.is_success(), unwritten) {
+        status = RunStatus::Trapped(format!(
+            "the host could not write the staged files to collect them: {fail:?}"
+        ));
+    }
     let mut files = Vec::new();
     if let (true, Some(dir), Some(handle)) = (status.is_success(), &wasi.collect, &wasi.temp_handle)
     {

@@ -1197,6 +1197,74 @@ backend_test!(staged_files_are_read_and_output_files_collected, |kind| {
     assert!(failed.files.is_empty());
 });
 
+backend_test!(
+    staged_files_are_read_from_memory_until_the_temp_dir_is_used,
+    |kind| {
+        let content = "staged bytes, read every way";
+        let len = content.len() as u64;
+        let caps = Capabilities::new()
+            .with_temp_file("in/data", content.as_bytes().to_vec())
+            .collecting("out");
+        let expected = |extra: Value| {
+            let mut report = json!({
+                "len": len,
+                "path_len": len,
+                "head": "stag",
+                "after_head": 4,
+                "rest": &content[4..],
+                "tail_at": len - 3,
+                "tail": "way",
+                "past_end": len + 10,
+                "past_end_read": 0,
+                "before_start_refused": true,
+                "pread": "age",
+                "position_kept": len + 10,
+            });
+            report
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            json!({"ok": true, "report": report})
+        };
+
+        // Under a temp root that cannot be made, a call that needs its temp dir on disk
+        // fails; one that only reads its staged files works, so it never needed the disk.
+        let root = tempfile::tempdir().unwrap();
+        let module = isolated(kind, &root.path().join("missing"));
+        let only_read = module
+            .run(
+                json!({"op": "staged", "path": "/tmp/in/data"})
+                    .to_string()
+                    .as_bytes(),
+                &Limits::default(),
+                &caps,
+            )
+            .unwrap();
+        assert_eq!(only_read.status, RunStatus::Exited(0));
+        assert_eq!(stdout_json(&only_read), expected(json!({})));
+        let write = json!({"op": "write", "path": "/tmp/out/made.txt", "content": "x"});
+        let wrote = module
+            .run(write.to_string().as_bytes(), &Limits::default(), &caps)
+            .unwrap();
+        assert_eq!(stdout_json(&wrote)["ok"], json!(false), "{wrote:?}");
+
+        // Using the temp dir midway writes the staged file there: the open file reads on
+        // from the same position, refuses writes like a read-only file, and is listed.
+        let touched = run_with(
+            kind,
+            json!({"op": "staged", "path": "/tmp/in/data", "touch": true}),
+            &Limits::default(),
+            &caps,
+        );
+        assert_eq!(touched.status, RunStatus::Exited(0));
+        assert_eq!(
+            stdout_json(&touched),
+            expected(json!({"write_refused": true, "listed": ["data"]}))
+        );
+        assert_eq!(files_of(&touched), [("touched", b"t".as_slice())]);
+    }
+);
+
 backend_test!(collected_files_count_towards_the_output_limit, |kind| {
     let limits = Limits {
         output_bytes: 1000,

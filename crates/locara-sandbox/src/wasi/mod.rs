@@ -149,6 +149,13 @@ pub(crate) struct WasiCtx {
     parked: Option<crate::services::PendingAnswer>,
     /// The call's random numbers when the host seeded them; `None` reads the OS's.
     rng: Option<rand_chacha::ChaCha20Rng>,
+    /// Files staged for the call ([`WasiCtx::stage`]) and not yet written to the temp dir,
+    /// as `(path relative to it, bytes)`: while the temp dir is untouched, a guest that opens
+    /// one of them to read it reads it from here ([`Desc::Staged`]). They are written when
+    /// the temp dir is created ([`WasiCtx::make_temp`]).
+    staged: Vec<(String, Arc<Vec<u8>>)>,
+    /// When the files were staged, as their times (ns since the epoch).
+    staged_at: u64,
 }
 
 #[derive(Debug)]
@@ -165,6 +172,30 @@ enum Desc {
     /// The host services as a stream ([`host::Channel`]), opened at
     /// [`crate::services::HOST_CHANNEL_PATH`].
     Channel(host::Channel),
+    /// A staged file opened to be read while the temp dir was still lazy: read from the
+    /// host's memory, with no file written. Anything but reading, seeking and `stat` creates
+    /// the temp dir first, which makes it a [`Desc::File`] on the written file at the same
+    /// position, so the guest sees one file either way.
+    Staged(StagedFile),
+}
+
+#[derive(Debug)]
+struct StagedFile {
+    path: String,
+    bytes: Arc<Vec<u8>>,
+    pos: u64,
+}
+
+impl StagedFile {
+    /// Copies from `at` into `buf`, as much as fits; 0 at or past the end.
+    fn read_at(&self, buf: &mut [u8], at: u64) -> usize {
+        let start = usize::try_from(at)
+            .unwrap_or(usize::MAX)
+            .min(self.bytes.len());
+        let n = buf.len().min(self.bytes.len() - start);
+        buf[..n].copy_from_slice(&self.bytes[start..start + n]);
+        n
+    }
 }
 
 #[derive(Debug)]
@@ -256,21 +287,16 @@ impl WasiCtx {
                 use rand_chacha::rand_core::SeedableRng as _;
                 rand_chacha::ChaCha20Rng::seed_from_u64(seed)
             }),
+            staged: Vec::new(),
+            staged_at: 0,
         }
     }
 
-    /// Writes `files` (paths relative to the temp dir, already checked to be plain) into the
-    /// temp dir, creating it, and charges them to the temp limit like guest writes.
-    pub(crate) fn stage(&mut self, files: &[(String, Vec<u8>)]) -> Result<(), crate::Error> {
-        const TEMP_FD: i32 = 3;
-        let io_error = |ctx: &WasiCtx, source: std::io::Error| crate::Error::TempDir {
-            path: ctx
-                .temp_dirs
-                .as_ref()
-                .map(|dirs| dirs.root().to_owned())
-                .unwrap_or_default(),
-            source,
-        };
+    /// Stages `files` (paths relative to the temp dir, already checked to be plain) in the
+    /// call's temp dir and charges them to the temp limit like guest writes. Nothing is
+    /// written yet: a guest that only reads them reads them from memory, and they are written
+    /// when the temp dir is first created ([`WasiCtx::make_temp`]).
+    pub(crate) fn stage(&mut self, files: &[(String, Arc<Vec<u8>>)]) -> Result<(), crate::Error> {
         let mut charge = 0u64;
         for (path, bytes) in files {
             let entries = path.split('/').count() as u64;
@@ -287,21 +313,134 @@ impl WasiCtx {
                 ),
             });
         }
-        let dir = match self.dir(TEMP_FD) {
-            Ok(dir) => dir.dir.try_clone().map_err(|e| io_error(self, e))?,
-            Err(fail) => {
-                let source = std::io::Error::other(format!("{fail:?}"));
-                return Err(io_error(self, source));
-            }
+        let Some(dirs) = &self.temp_dirs else {
+            return Err(crate::Error::TempDir {
+                path: std::path::PathBuf::new(),
+                source: std::io::Error::other("files were staged for a call without a temp dir"),
+            });
         };
-        for (path, bytes) in files {
-            if let Some((parent, _)) = path.rsplit_once('/') {
-                dir.create_dir_all(parent).map_err(|e| io_error(self, e))?;
-            }
-            dir.write(path, bytes).map_err(|e| io_error(self, e))?;
-        }
+        let root = dirs.root().to_owned();
         self.temp_used = self.temp_used.saturating_add(charge);
+        self.staged.extend(files.iter().cloned());
+        self.staged_at = nanos(Ok(SystemTime::now()));
+        if self.temp.is_some() {
+            self.make_temp().map_err(|fail| crate::Error::TempDir {
+                path: root,
+                source: std::io::Error::other(format!("{fail:?}")),
+            })?;
+        }
         Ok(())
+    }
+
+    /// Creates the call's temp dir if it is not yet: the lazy descriptor becomes the
+    /// directory, the staged files are written into it, and the descriptors that read them
+    /// from memory are turned into files open on them at the same position.
+    fn make_temp(&mut self) -> Res<()> {
+        if self.temp.is_none() {
+            let temp = self.temp_dirs.as_ref().ok_or(Errno::BADF)?.create()?;
+            let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority())?;
+            self.temp_handle = Some(dir);
+            self.temp = Some(temp);
+        }
+        let Some(handle) = &self.temp_handle else {
+            return Err(Errno::BADF.into());
+        };
+        for slot in &mut self.table {
+            if let Some(Desc::LazyTemp) = slot {
+                *slot = Some(Desc::Dir(DirDesc {
+                    dir: handle.try_clone()?,
+                    preopen: Some(crate::TEMP_GUEST_PATH.to_owned()),
+                    writable: true,
+                    in_temp: true,
+                    entries: Vec::new(),
+                }));
+            }
+        }
+        for (path, bytes) in std::mem::take(&mut self.staged) {
+            if let Some((parent, _)) = path.rsplit_once('/') {
+                handle.create_dir_all(parent)?;
+            }
+            handle.write(&path, bytes.as_slice())?;
+        }
+        for slot in &mut self.table {
+            if let Some(Desc::Staged(staged)) = slot {
+                let mut file = handle.open(&staged.path)?.into_std();
+                file.seek(SeekFrom::Start(staged.pos))?;
+                *slot = Some(Desc::File(FileDesc {
+                    file,
+                    readable: true,
+                    writable: false,
+                    append: false,
+                    in_temp: true,
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the staged files still in memory when one is under the directory whose files
+    /// are collected: they are outputs too, even if the guest never touched the temp dir.
+    pub(crate) fn write_staged_outputs(&mut self) -> Res<()> {
+        let collect = self.collect.as_deref();
+        let under_collect = |path: &str| {
+            collect.is_some_and(|dir| {
+                path.strip_prefix(dir)
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
+        };
+        if self.staged.iter().any(|(path, _)| under_collect(path)) {
+            self.make_temp()?;
+        }
+        Ok(())
+    }
+
+    /// The staged file at `path` (relative to the temp dir `fd`) opened to be read from
+    /// memory, if the temp dir is still lazy and the open only reads it; `None` opens it the
+    /// usual way.
+    fn open_staged(
+        &self,
+        fd: i32,
+        path: &str,
+        oflags: i32,
+        rights: i64,
+        fdflags: i32,
+    ) -> Option<Desc> {
+        let writes = RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE;
+        if oflags != 0 || fdflags != 0 || rights & writes != 0 {
+            return None;
+        }
+        let (path, bytes) = self.staged_in_lazy_temp(fd, path)?;
+        Some(Desc::Staged(StagedFile {
+            path: path.clone(),
+            bytes: Arc::clone(bytes),
+            pos: 0,
+        }))
+    }
+
+    /// The staged file at `path` under `fd`, if `fd` is the temp dir, still lazy (so the file
+    /// is still in memory only).
+    fn staged_in_lazy_temp(&self, fd: i32, path: &str) -> Option<&(String, Arc<Vec<u8>>)> {
+        let lazy = usize::try_from(fd)
+            .ok()
+            .and_then(|fd| self.table.get(fd))
+            .is_some_and(|slot| matches!(slot, Some(Desc::LazyTemp)));
+        if !lazy {
+            return None;
+        }
+        self.staged.iter().find(|(staged, _)| staged == path)
+    }
+
+    /// A staged file's `filestat` while it is in memory: a regular file of `len` bytes with
+    /// one link, its times those of the staging.
+    fn staged_filestat(&self, len: usize) -> [u8; 64] {
+        let mut buf = [0u8; 64];
+        buf[16] = FILETYPE_REGULAR_FILE;
+        buf[24..32].copy_from_slice(&1u64.to_le_bytes());
+        buf[32..40].copy_from_slice(&(len as u64).to_le_bytes());
+        for time in [40, 48, 56] {
+            buf[time..time + 8].copy_from_slice(&self.staged_at.to_le_bytes());
+        }
+        buf
     }
 
     /// How many more bytes of output (stdout, then collected files) the call may produce.
@@ -318,7 +457,9 @@ impl WasiCtx {
             .filter(|(_, desc)| {
                 matches!(
                     desc,
-                    Some(Desc::File(_) | Desc::Dir(DirDesc { preopen: None, .. }))
+                    Some(
+                        Desc::File(_) | Desc::Staged(_) | Desc::Dir(DirDesc { preopen: None, .. })
+                    )
                 )
             })
             .map(|(fd, _)| fd)
@@ -371,20 +512,11 @@ impl WasiCtx {
             .ok_or(Fail::Errno(Errno::BADF))
     }
 
-    /// The descriptor at `fd`, creating the temp dir if this is its first use.
+    /// The descriptor at `fd`, creating the temp dir if this is its first use (or the first
+    /// use of a staged file other than reading it).
     fn desc(&mut self, fd: i32) -> Res<&mut Desc> {
-        if matches!(self.raw_desc(fd)?, Desc::LazyTemp) {
-            let temp = self.temp_dirs.as_ref().ok_or(Errno::BADF)?.create()?;
-            let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority())?;
-            self.temp_handle = Some(dir.try_clone()?);
-            self.temp = Some(temp);
-            *self.raw_desc(fd)? = Desc::Dir(DirDesc {
-                dir,
-                preopen: Some(crate::TEMP_GUEST_PATH.to_owned()),
-                writable: true,
-                in_temp: true,
-                entries: Vec::new(),
-            });
+        if matches!(self.raw_desc(fd)?, Desc::LazyTemp | Desc::Staged(_)) {
+            self.make_temp()?;
         }
         self.raw_desc(fd)
     }
@@ -780,6 +912,9 @@ pub(crate) fn fd_advise(
     _len: i64,
     _advice: i32,
 ) -> Res {
+    if let Desc::Staged(_) = ctx.raw_desc(fd)? {
+        return Ok(());
+    }
     ctx.file(fd)?;
     Ok(())
 }
@@ -817,6 +952,7 @@ pub(crate) fn fd_fdstat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32
             FILETYPE_REGULAR_FILE,
             if f.append { FDFLAGS_APPEND as u16 } else { 0 },
         ),
+        Desc::Staged(_) => (FILETYPE_REGULAR_FILE, 0),
     };
     let mut buf = [0u8; 24];
     buf[0] = filetype;
@@ -851,6 +987,11 @@ pub(crate) fn fd_fdstat_set_rights(
 }
 
 pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
+    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
+        let len = staged.bytes.len();
+        put(mem, out, &ctx.staged_filestat(len))?;
+        return Ok(());
+    }
     let meta = match ctx.desc(fd)? {
         Desc::Stdin | Desc::Stdout | Desc::Stderr | Desc::Channel(_) => {
             let mut buf = [0u8; 64];
@@ -860,8 +1001,9 @@ pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i
         }
         Desc::Dir(d) => d.dir.dir_metadata()?,
         Desc::File(f) => Metadata::from_file(&f.file)?,
-        // `desc` has just created the temp dir; a lazy one is never returned.
-        Desc::LazyTemp => return Err(Errno::BADF.into()),
+        // `desc` has just created the temp dir, and so written the staged files; neither a
+        // lazy temp dir nor a staged file read from memory is returned.
+        Desc::LazyTemp | Desc::Staged(_) => return Err(Errno::BADF.into()),
     };
     put_filestat(mem, out, &meta)?;
     Ok(())
@@ -906,6 +1048,16 @@ pub(crate) fn fd_pread(
     off: i64,
     out: i32,
 ) -> Res {
+    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
+        let mut offset = u64::try_from(off).map_err(|_| Errno::INVAL)?;
+        let read = scatter(mem, iovs, n, |buf| {
+            let n = staged.read_at(buf, offset);
+            offset += n as u64;
+            Ok(n)
+        })?;
+        put_u32(mem, out, read)?;
+        return Ok(());
+    }
     let file = ctx.file(fd)?;
     if !file.readable {
         return Err(Errno::BADF.into());
@@ -1004,6 +1156,15 @@ pub(crate) fn fd_read(
     n: i32,
     out: i32,
 ) -> Res {
+    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
+        let read = scatter(mem, iovs, n, |buf| {
+            let n = staged.read_at(buf, staged.pos);
+            staged.pos += n as u64;
+            Ok(n)
+        })?;
+        put_u32(mem, out, read)?;
+        return Ok(());
+    }
     let read = match ctx.desc(fd)? {
         Desc::Stdin => {
             let (stdin, pos) = (&ctx.stdin, &mut ctx.stdin_pos);
@@ -1116,6 +1277,23 @@ pub(crate) fn fd_seek(
     whence: i32,
     out: i32,
 ) -> Res {
+    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
+        // As `lseek`: any position at or after 0, past the end too; before 0 is invalid.
+        let base = match whence {
+            0 => 0,
+            1 => staged.pos,
+            2 => staged.bytes.len() as u64,
+            _ => return Err(Errno::INVAL.into()),
+        };
+        let new = i64::try_from(base)
+            .ok()
+            .and_then(|base| base.checked_add(offset))
+            .and_then(|new| u64::try_from(new).ok())
+            .ok_or(Errno::INVAL)?;
+        staged.pos = new;
+        put_u64(mem, out, new)?;
+        return Ok(());
+    }
     let file = ctx.file(fd)?;
     let pos = match whence {
         0 => SeekFrom::Start(u64::try_from(offset).map_err(|_| Errno::INVAL)?),
@@ -1129,6 +1307,11 @@ pub(crate) fn fd_seek(
 }
 
 pub(crate) fn fd_tell(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
+    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
+        let pos = staged.pos;
+        put_u64(mem, out, pos)?;
+        return Ok(());
+    }
     let pos = ctx.file(fd)?.file.stream_position()?;
     put_u64(mem, out, pos)?;
     Ok(())
@@ -1156,6 +1339,10 @@ pub(crate) fn path_filestat_get(
     out: i32,
 ) -> Res {
     let path = path(mem, p, len)?.to_owned();
+    if let Some((_, bytes)) = ctx.staged_in_lazy_temp(fd, &path) {
+        put(mem, out, &ctx.staged_filestat(bytes.len()))?;
+        return Ok(());
+    }
     let dir = &ctx.dir(fd)?.dir;
     let meta = if flags & LOOKUP_SYMLINK_FOLLOW != 0 {
         dir.metadata(&path)?
@@ -1220,6 +1407,11 @@ pub(crate) fn path_open(
     let path = path(mem, p, len)?.to_owned();
     if ctx.services.is_some() && path == host::CHANNEL_NAME && ctx.is_temp_root(fd) {
         let new = ctx.insert(Desc::Channel(host::Channel::default()))?;
+        put_u32(mem, out, new)?;
+        return Ok(());
+    }
+    if let Some(staged) = ctx.open_staged(fd, &path, oflags, rights, fdflags) {
+        let new = ctx.insert(staged)?;
         put_u32(mem, out, new)?;
         return Ok(());
     }

@@ -37,6 +37,7 @@
 //! | `plant`        | `steps`                     | makes dirs, files, symlinks and hard links in order |
 //! | `service`      | `service`, `request`, `buf` | asks a host service (`locara_host`), reading the answer into a `buf`-byte buffer (default: its length) |
 //! | `channel`      | `lines`                     | writes the strings `lines`, each ended by a newline, to the host channel in one write, then prints `{"answers": …}`, all it reads back |
+//! | `staged`       | `path`, `touch`             | reads the file at `path` every way a reader does (stat, read, seek, tell, pread); with `touch`, writes `/tmp/out/touched` after its first 4 bytes, then tries to write to it and lists its directory |
 //!
 //! `spin` takes an optional `path`: a file it writes in `/tmp` first, so that a stopped call
 //! has a temp dir to clean up.
@@ -115,6 +116,10 @@ fn main() {
             u64_field(&input, "buf"),
         ),
         "channel" => channel(&input),
+        "staged" => staged(
+            str_field(&input, "path"),
+            input.get("touch").and_then(Value::as_bool).unwrap_or(false),
+        ),
         other => fail(2, &format!("unknown op {other:?}")),
     }
 }
@@ -295,6 +300,89 @@ fn list(path: &str) {
         Ok(names) => emit(&json!({ "ok": true, "entries": names })),
         Err(e) => emit(&json!({ "ok": false, "error": e.to_string() })),
     }
+}
+
+fn staged(path: &str, touch: bool) {
+    use std::io::{Seek as _, SeekFrom};
+    let result = (|| -> io::Result<Value> {
+        let mut file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len();
+        let path_len = std::fs::metadata(path)?.len();
+        let mut head = [0u8; 4];
+        file.read_exact(&mut head)?;
+        let after_head = file.stream_position()?;
+        let mut report = Map::new();
+        if touch {
+            std::fs::create_dir_all("/tmp/out")?;
+            std::fs::write("/tmp/out/touched", b"t")?;
+            report.insert("write_refused".into(), json!(file.write(b"x").is_err()));
+            let mut names =
+                std::fs::read_dir(std::path::Path::new(path).parent().unwrap_or("/".as_ref()))?
+                    .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect::<io::Result<Vec<_>>>()?;
+            names.sort();
+            report.insert("listed".into(), json!(names));
+        }
+        let mut rest = Vec::new();
+        file.read_to_end(&mut rest)?;
+        let tail_at = file.seek(SeekFrom::End(-3))?;
+        let mut tail = Vec::new();
+        file.read_to_end(&mut tail)?;
+        let past_end = file.seek(SeekFrom::Start(len + 10))?;
+        let mut nothing = Vec::new();
+        file.read_to_end(&mut nothing)?;
+        let before_start_refused = file.seek(SeekFrom::Current(-(len as i64) - 20)).is_err();
+        let mut middle = [0u8; 3];
+        let middle_read = pread(&file, &mut middle, 2)?;
+        let position_kept = file.stream_position()?;
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        report.extend([
+            ("len".to_owned(), json!(len)),
+            ("path_len".to_owned(), json!(path_len)),
+            ("head".to_owned(), json!(text(&head))),
+            ("after_head".to_owned(), json!(after_head)),
+            ("rest".to_owned(), json!(text(&rest))),
+            ("tail_at".to_owned(), json!(tail_at)),
+            ("tail".to_owned(), json!(text(&tail))),
+            ("past_end".to_owned(), json!(past_end)),
+            ("past_end_read".to_owned(), json!(nothing.len())),
+            (
+                "before_start_refused".to_owned(),
+                json!(before_start_refused),
+            ),
+            ("pread".to_owned(), json!(text(&middle[..middle_read]))),
+            ("position_kept".to_owned(), json!(position_kept)),
+        ]);
+        Ok(Value::Object(report))
+    })();
+    match result {
+        Ok(report) => emit(&json!({ "ok": true, "report": report })),
+        Err(e) => emit(&json!({ "ok": false, "error": e.to_string() })),
+    }
+}
+
+/// Reads into `buf` at `offset` without moving the file's position (`fd_pread`).
+#[cfg(target_os = "wasi")]
+fn pread(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::fd::AsRawFd as _;
+    let iov = raw::Iovec {
+        buf: buf.as_mut_ptr(),
+        len: buf.len(),
+    };
+    let mut read = 0u32;
+    let fd = u32::try_from(file.as_raw_fd()).map_err(io::Error::other)?;
+    // SAFETY: `iov` points at `buf`, alive and writable for the call; `read` is a live local.
+    #[allow(unsafe_code, reason = "fd_pread has no stable std wrapper on WASI")]
+    let errno = unsafe { raw::fd_pread(fd, &iov, 1, offset, &mut read) };
+    if errno != 0 {
+        return Err(io::Error::other(format!("fd_pread: errno {errno}")));
+    }
+    Ok(read as usize)
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn pread(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
 }
 
 fn sleep(ms: u64) {
@@ -511,6 +599,13 @@ mod raw {
         pub(super) fn poll_oneoff(subs: *const u8, events: *mut u8, n: u32, out: *mut u32) -> u16;
         pub(super) fn fd_write(fd: u32, iovs: *const u8, n: u32, out: *mut u32) -> u16;
         pub(super) fn fd_read(fd: u32, iovs: *const u8, n: u32, out: *mut u32) -> u16;
+        pub(super) fn fd_pread(
+            fd: u32,
+            iovs: *const Iovec,
+            n: u32,
+            offset: u64,
+            out: *mut u32,
+        ) -> u16;
         pub(super) fn path_open(
             fd: u32,
             dirflags: u32,
@@ -536,6 +631,13 @@ mod raw {
         -> u16;
         pub(super) fn sock_shutdown(fd: u32, how: u32) -> u16;
         pub(super) fn args_get(argv: *mut *mut u8, buf: *mut u8) -> u16;
+    }
+
+    /// A WASI `iovec`: where to read into, and how much.
+    #[repr(C)]
+    pub(super) struct Iovec {
+        pub(super) buf: *mut u8,
+        pub(super) len: usize,
     }
 
     /// An address far past the end of any memory this probe will have.
