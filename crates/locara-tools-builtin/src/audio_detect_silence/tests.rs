@@ -587,3 +587,68 @@ fn reads_integer_planes_as_a_sample_buffer_of_f32_would() {
         }
     }
 }
+
+/// 16-bit little-endian PCM as the decoder gives it (`vendor/symphonia-codec-pcm` reads it in
+/// one pass per channel): each sample is the frame's two bytes, shifted up when fewer bits are
+/// coded; a trailing partial frame is dropped, and a packet longer than the buffer is cut at
+/// its capacity, as the per-sample reader did.
+#[test]
+fn the_pcm_decoder_reads_16_bit_little_endian_frames_exactly() {
+    use symphonia::core::audio::{AudioBufferRef, Channels};
+    use symphonia::core::codecs::{CODEC_TYPE_PCM_S16LE, CodecParameters, DecoderOptions};
+    use symphonia::core::formats::Packet;
+    let samples: Vec<i16> = (0..300i32)
+        .map(|i| ((i * 7919) % 65_536 - 32_768) as i16)
+        .chain([i16::MIN, i16::MAX, -1, 0, 1, 2])
+        .collect();
+    let mut bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+    for (channels, layout) in [
+        (1usize, Channels::FRONT_LEFT),
+        (2, Channels::FRONT_LEFT | Channels::FRONT_RIGHT),
+        (
+            3,
+            Channels::FRONT_LEFT | Channels::FRONT_RIGHT | Channels::FRONT_CENTRE,
+        ),
+    ] {
+        for (coded_bits, max_frames, extra) in
+            [(16u32, 1_000u64, 0usize), (12, 1_000, 3), (16, 50, 1)]
+        {
+            bytes.truncate(samples.len() * 2);
+            bytes.extend(std::iter::repeat_n(0xAB, extra));
+            let mut params = CodecParameters::new();
+            params
+                .for_codec(CODEC_TYPE_PCM_S16LE)
+                .with_sample_rate(8_000)
+                .with_channels(layout)
+                .with_bits_per_coded_sample(coded_bits)
+                .with_max_frames_per_packet(max_frames);
+            let mut decoder = symphonia::default::get_codecs()
+                .make(&params, &DecoderOptions::default())
+                .expect("a PCM decoder");
+            let decoded = decoder
+                .decode(&Packet::new_from_slice(0, 0, 0, &bytes))
+                .expect("decodes");
+            let AudioBufferRef::S16(buf) = decoded else {
+                panic!("16-bit PCM decodes to i16 samples");
+            };
+            let all: Vec<i16> = bytes
+                .chunks_exact(2)
+                .map(|b| i16::from_le_bytes([b[0], b[1]]))
+                .collect();
+            let frames = (all.len() / channels).min(max_frames as usize);
+            let expected: Vec<Vec<i16>> = (0..channels)
+                .map(|c| {
+                    (0..frames)
+                        .map(|f| all[f * channels + c] << (16 - coded_bits))
+                        .collect()
+                })
+                .collect();
+            let planes = buf.planes();
+            let got: Vec<Vec<i16>> = planes.planes().iter().map(|p| p.to_vec()).collect();
+            assert_eq!(
+                got, expected,
+                "{channels} channel(s), {coded_bits} bits, at most {max_frames} frames"
+            );
+        }
+    }
+}
