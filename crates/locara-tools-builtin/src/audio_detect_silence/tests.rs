@@ -456,6 +456,31 @@ fn push_one_by_one(a: &mut super::Analyser, interleaved: &[f32]) {
     }
 }
 
+/// Everything an analyser has measured, floats by their bits.
+type State = (
+    u64,
+    u64,
+    Vec<u64>,
+    u64,
+    u64,
+    u64,
+    Option<u64>,
+    Vec<(u64, u64)>,
+);
+
+fn state(a: &super::Analyser) -> State {
+    (
+        a.samples,
+        a.in_frame,
+        a.sums.iter().map(|s| s.to_bits()).collect(),
+        a.total_sum.to_bits(),
+        a.loudest.to_bits(),
+        a.quietest.to_bits(),
+        a.silence_start,
+        a.silences.clone(),
+    )
+}
+
 /// `interleaved` split into one `Vec` per channel.
 fn planes_of<S: Copy>(interleaved: &[S], channels: usize) -> Vec<Vec<S>> {
     (0..channels)
@@ -503,18 +528,6 @@ fn pushing_a_stretch_at_a_time_measures_exactly_as_sample_by_sample() {
                 let planes = planes_of(packet, 3);
                 a.push(&planes.iter().map(Vec::as_slice).collect::<Vec<_>>());
             }
-            let state = |a: &Analyser| {
-                (
-                    a.samples,
-                    a.in_frame,
-                    a.sums.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
-                    a.total_sum.to_bits(),
-                    a.loudest.to_bits(),
-                    a.quietest.to_bits(),
-                    a.silence_start,
-                    a.silences.clone(),
-                )
-            };
             assert_eq!(
                 state(&a),
                 state(&reference),
@@ -569,18 +582,9 @@ fn reads_integer_planes_as_a_sample_buffer_of_f32_would() {
             push_one_by_one(&mut reference, interleaved.samples());
             let mut a = new();
             a.push(buf.planes().planes());
-            let sums = |a: &Analyser| {
-                (
-                    a.samples,
-                    a.total_sum.to_bits(),
-                    a.loudest.to_bits(),
-                    a.quietest.to_bits(),
-                    a.silences.clone(),
-                )
-            };
             assert_eq!(
-                sums(&a),
-                sums(&reference),
+                state(&a),
+                state(&reference),
                 "{channels} channel(s), {channel:?}"
             );
             assert!(!reference.silences.is_empty(), "the signal has silences");
