@@ -1295,6 +1295,17 @@ backend_test!(staging_is_bounded_and_jailed, |kind| {
         err.to_string().contains("more than the temp dir's limit"),
         "{err}"
     );
+    let no_temp_dir = Capabilities::new()
+        .with_temp_dir(false)
+        .with_temp_file("in/data", b"x".to_vec());
+    let err = probe(kind)
+        .run(br#"{"op":"echo"}"#, &Limits::default(), &no_temp_dir)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("only be staged for a call that has a temp dir"),
+        "{err}"
+    );
     for path in ["../escape", "/abs", "in/../../x", ""] {
         let caps = Capabilities::new().with_temp_file(path, b"x".to_vec());
         let err = probe(kind)

@@ -313,10 +313,11 @@ impl WasiCtx {
                 ),
             });
         }
+        // Refused before: staged files need a temp dir (`Capabilities` validation).
         let Some(dirs) = &self.temp_dirs else {
-            return Err(crate::Error::TempDir {
-                path: std::path::PathBuf::new(),
-                source: std::io::Error::other("files were staged for a call without a temp dir"),
+            return Err(crate::Error::InvalidLimit {
+                limit: "temp_bytes",
+                message: "files were staged for a call without a temp dir".to_owned(),
             });
         };
         let root = dirs.root().to_owned();
