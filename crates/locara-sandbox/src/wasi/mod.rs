@@ -313,7 +313,7 @@ impl WasiCtx {
                 ),
             });
         }
-        // Refused before: staged files need a temp dir (`Capabilities` validation).
+        // Unreachable: `run::prepare` refuses staged files for a call without a temp dir.
         let Some(dirs) = &self.temp_dirs else {
             return Err(crate::Error::InvalidLimit {
                 limit: "temp_bytes",
