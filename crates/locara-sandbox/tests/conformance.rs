@@ -951,6 +951,103 @@ backend_test!(simd_instructions_run_alike_on_both_engines, |kind| {
     assert_eq!(outcome.status, RunStatus::Exited(47));
 });
 
+/// A loop that keeps more values live than a call preserves (fourteen integers, two `f64`,
+/// three vectors), for 64 million turns: long enough for Wasmtime's interrupt checks to call
+/// out of the guest many times mid-loop (every fuel slice when fuel is metered, every epoch
+/// tick when not). Those calls go through `PreserveAll` trampolines
+/// (`vendor/wasmtime-internal-cranelift`), which the loop trusts to leave every register as
+/// it was; each accumulator is then checked against its closed form. Exit code 0, or a bit per
+/// kind of value that came out wrong (1 integers, 2 floats, 4 vectors).
+const LIVE_ACROSS_INTERRUPTS: &str = r#"(module
+    (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+    (memory (export "memory") 1)
+    (func (export "_start")
+        (local $i i64) (local $n i64) (local $s i64) (local $bad i32)
+        (local $a i64) (local $b i64) (local $c i64) (local $d i64) (local $e i64)
+        (local $f i64) (local $g i64) (local $h i64) (local $j i64) (local $k i64)
+        (local $l i64) (local $m i64)
+        (local $x f64) (local $y f64)
+        (local $v v128) (local $w v128) (local $u v128)
+        (local.set $n (i64.const 64000000))
+        (loop $turn
+            (local.set $a (i64.add (local.get $a) (local.get $i)))
+            (local.set $b (i64.add (local.get $b) (i64.mul (local.get $i) (i64.const 2))))
+            (local.set $c (i64.add (local.get $c) (i64.mul (local.get $i) (i64.const 3))))
+            (local.set $d (i64.add (local.get $d) (i64.mul (local.get $i) (i64.const 4))))
+            (local.set $e (i64.add (local.get $e) (i64.mul (local.get $i) (i64.const 5))))
+            (local.set $f (i64.add (local.get $f) (i64.mul (local.get $i) (i64.const 6))))
+            (local.set $g (i64.add (local.get $g) (i64.mul (local.get $i) (i64.const 7))))
+            (local.set $h (i64.add (local.get $h) (i64.mul (local.get $i) (i64.const 8))))
+            (local.set $j (i64.add (local.get $j) (i64.mul (local.get $i) (i64.const 9))))
+            (local.set $k (i64.add (local.get $k) (i64.mul (local.get $i) (i64.const 10))))
+            (local.set $l (i64.add (local.get $l) (i64.mul (local.get $i) (i64.const 11))))
+            (local.set $m (i64.add (local.get $m) (i64.mul (local.get $i) (i64.const 12))))
+            (local.set $x (f64.add (local.get $x) (f64.const 1)))
+            (local.set $y (f64.add (local.get $y) (f64.const 0.5)))
+            (local.set $v (i32x4.add (local.get $v) (i32x4.splat (i32.wrap_i64 (local.get $i)))))
+            (local.set $w (i32x4.add (local.get $w) (v128.const i32x4 1 2 3 4)))
+            (local.set $u (f64x2.add (local.get $u) (f64x2.splat (f64.const 1))))
+            (local.set $i (i64.add (local.get $i) (i64.const 1)))
+            (br_if $turn (i64.lt_u (local.get $i) (local.get $n))))
+        ;; s = 0 + 1 + ... + (n - 1)
+        (local.set $s (i64.div_u (i64.mul (local.get $n) (i64.sub (local.get $n) (i64.const 1))) (i64.const 2)))
+        (if (i32.eqz (i32.and
+                (i32.and (i32.and (i64.eq (local.get $a) (local.get $s))
+                                  (i64.eq (local.get $b) (i64.mul (local.get $s) (i64.const 2))))
+                         (i32.and (i64.eq (local.get $c) (i64.mul (local.get $s) (i64.const 3)))
+                                  (i64.eq (local.get $d) (i64.mul (local.get $s) (i64.const 4)))))
+                (i32.and (i32.and (i32.and (i64.eq (local.get $e) (i64.mul (local.get $s) (i64.const 5)))
+                                           (i64.eq (local.get $f) (i64.mul (local.get $s) (i64.const 6))))
+                                  (i32.and (i64.eq (local.get $g) (i64.mul (local.get $s) (i64.const 7)))
+                                           (i64.eq (local.get $h) (i64.mul (local.get $s) (i64.const 8)))))
+                         (i32.and (i32.and (i64.eq (local.get $j) (i64.mul (local.get $s) (i64.const 9)))
+                                           (i64.eq (local.get $k) (i64.mul (local.get $s) (i64.const 10))))
+                                  (i32.and (i64.eq (local.get $l) (i64.mul (local.get $s) (i64.const 11)))
+                                           (i64.eq (local.get $m) (i64.mul (local.get $s) (i64.const 12))))))))
+            (then (local.set $bad (i32.or (local.get $bad) (i32.const 1)))))
+        (if (i32.eqz (i32.and
+                (f64.eq (local.get $x) (f64.convert_i64_u (local.get $n)))
+                (f64.eq (local.get $y) (f64.div (f64.convert_i64_u (local.get $n)) (f64.const 2)))))
+            (then (local.set $bad (i32.or (local.get $bad) (i32.const 2)))))
+        (if (i32.eqz (i32.and
+                (i32.and (i32x4.all_true (i32x4.eq (local.get $v) (i32x4.splat (i32.wrap_i64 (local.get $s)))))
+                         (i32x4.all_true (i32x4.eq (local.get $w)
+                             (i32x4.mul (v128.const i32x4 1 2 3 4) (i32x4.splat (i32.wrap_i64 (local.get $n)))))))
+                (i64x2.all_true (f64x2.eq (local.get $u) (f64x2.splat (f64.convert_i64_u (local.get $n)))))))
+            (then (local.set $bad (i32.or (local.get $bad) (i32.const 4)))))
+        (call $exit (local.get $bad))))"#;
+
+#[test]
+fn values_live_across_interrupt_checks_survive_them() {
+    let wasm = wat::parse_str(LIVE_ACROSS_INTERRUPTS).unwrap();
+    // About 0.1 s each; a clobbered loop counter runs on to the wall-time limit.
+    let limits = Limits {
+        fuel: u64::MAX / 2,
+        wall_time: Duration::from_secs(30),
+        ..Limits::default()
+    };
+    for meter_fuel in [true, false] {
+        let mut config = SandboxConfig::new(BackendKind::Wasmtime);
+        config.meter_fuel(meter_fuel);
+        let sandbox = Sandbox::new(&config).unwrap();
+        let outcome = sandbox
+            .compile(&wasm, None)
+            .unwrap()
+            .run(b"", &limits, &Capabilities::new())
+            .unwrap();
+        assert_eq!(
+            outcome.status,
+            RunStatus::Exited(0),
+            "fuel metered: {meter_fuel}"
+        );
+        if meter_fuel {
+            // Each fuel slice ended in a call out of the loop.
+            let slices = outcome.fuel_consumed / locara_sandbox::SLICE_FUEL;
+            assert!(slices >= 100, "{slices} slices");
+        }
+    }
+}
+
 backend_test!(cancelling_a_call_stops_it_and_cleans_up, |kind| {
     let root = tempfile::tempdir().unwrap();
     let module = isolated(kind, root.path());
