@@ -92,6 +92,12 @@ pub(crate) struct WasmtimeBackend {
     meter_fuel: bool,
 }
 
+/// What the workspace's patches change in the code Wasmtime compiles, which its own
+/// compatibility hash (its version and configuration) does not see: part of a compiled
+/// module's cache key, so that a module compiled before a patch is compiled again rather than
+/// loaded. Change it with any patch to `vendor/wasmtime-internal-cranelift`.
+const CODEGEN_REVISION: &str = "interrupt checks call PreserveAll trampolines";
+
 pub(crate) fn engine_error(error: impl std::fmt::Display) -> Error {
     Error::Engine {
         backend: BACKEND,
@@ -189,12 +195,14 @@ impl WasmtimeBackend {
         is_valid_cache_key(key).then_some((dir, key))
     }
 
-    /// Where the module `key` names is cached for this engine's configuration.
+    /// Where the module `key` names is cached for this engine's configuration and
+    /// [`CODEGEN_REVISION`].
     fn cache_path(&self, dir: &Path, key: &str) -> PathBuf {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         self.engine
             .precompile_compatibility_hash()
             .hash(&mut hasher);
+        CODEGEN_REVISION.hash(&mut hasher);
         compiled_cache::path_of(dir, key, hasher.finish())
     }
 

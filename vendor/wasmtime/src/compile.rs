@@ -1029,9 +1029,11 @@ fn compile_required_builtins<'a>(
     for output in raw_outputs.iter() {
         for reloc in compiler.compiled_function_relocation_targets(&*output.function.code) {
             match reloc {
-                FuncKey::WasmToBuiltinTrampoline(builtin)
-                | FuncKey::PatchableToBuiltinTrampoline(builtin) => {
-                    if builtins.insert(builtin) {
+                // LOCARA-PATCH: by key, not by builtin: a module may call one builtin through
+                // both trampolines (`wasmtime-internal-cranelift`'s patch calls `new_epoch` and
+                // `out_of_gas` through their `PreserveAll` ones), and each must be compiled.
+                FuncKey::WasmToBuiltinTrampoline(_) | FuncKey::PatchableToBuiltinTrampoline(_) => {
+                    if builtins.insert(reloc) {
                         new_inputs.push(compile_builtin(reloc));
                     }
                 }
