@@ -347,10 +347,11 @@ fn read_head(source: &mut dyn MediaSource) -> Result<Vec<u8>, std::io::Error> {
 }
 
 /// `sum` plus the square of each sample, in order. Its own function, not inlined into the
-/// decoding loop, and eight samples a turn: in a guest, Cranelift stores the running sum to
-/// the stack and loads it back at every turn of this loop (seen in `perf annotate`, with fuel
-/// metered or not), so the fewer turns the fewer round trips (the additions stay one after
-/// another, in order, so the sum is the same to the bit).
+/// decoding loop, and eight samples a turn, so that the loop's own work (its interrupt check
+/// among it) is paid once per eight samples; the additions stay one after another, in order,
+/// so the sum is the same to the bit. (Before the vendored code generator called the
+/// interrupt check's builtins without clobbering registers, `perf annotate` showed Cranelift
+/// storing the running sum to the stack and loading it back at every turn.)
 #[inline(never)]
 fn square_sum<S: Copy + IntoSample<f32>>(sum: f64, samples: &[S]) -> f64 {
     let square = |s: S| {
