@@ -722,30 +722,49 @@ async fn a_quick_tools_request_is_answered_on_the_runtime_thread() {
     run(json!({"op": "service", "service": "tools", "request": request("first")}))
         .await
         .unwrap();
-    asked.lock().unwrap().clear();
 
-    let result = run(json!({"op": "service", "service": "tools", "request": request("a")}))
-        .await
-        .unwrap();
-    let output = result.output.clone().unwrap_or_default();
-    let answer: Value = serde_json::from_str(output["answer"].as_str().unwrap()).unwrap();
-    assert_eq!(answer["asked"]["tool"], "a", "{result:?}");
-    let lines = [
-        json!({"service": "tools", "request": {"op": "describe", "tool": "b"}}).to_string(),
-        json!({"service": "tools", "request": {"op": "describe", "tool": "c"}}).to_string(),
-    ];
-    let result = run(json!({"op": "channel", "lines": lines})).await.unwrap();
-    let output = result.output.unwrap_or_default();
-    let answers = output["answers"].as_str().unwrap();
-    assert_eq!(answers.lines().count(), 2, "{answers}");
-    assert!(answers.contains(r#""tool":"c""#), "{answers}");
-    assert_eq!(
-        *asked.lock().unwrap(),
-        [(here, json!("a")), (here, json!("b")), (here, json!("c"))]
+    // Requests are answered in place only within `IN_PLACE` (2 ms) of a call's start; a test
+    // binary running its tests side by side on two cores can be kept off the CPU longer than
+    // that, and the call then rightly moves to a blocking thread. So a few tries, of which one
+    // must see every request answered on this thread.
+    let mut tries = Vec::new();
+    for _ in 0..5 {
+        asked.lock().unwrap().clear();
+        let result = run(json!({"op": "service", "service": "tools", "request": request("a")}))
+            .await
+            .unwrap();
+        let output = result.output.clone().unwrap_or_default();
+        let answer: Value = serde_json::from_str(output["answer"].as_str().unwrap()).unwrap();
+        assert_eq!(answer["asked"]["tool"], "a", "{result:?}");
+        let lines = [
+            json!({"service": "tools", "request": {"op": "describe", "tool": "b"}}).to_string(),
+            json!({"service": "tools", "request": {"op": "describe", "tool": "c"}}).to_string(),
+        ];
+        let result = run(json!({"op": "channel", "lines": lines})).await.unwrap();
+        let output = result.output.unwrap_or_default();
+        let answers = output["answers"].as_str().unwrap();
+        assert_eq!(answers.lines().count(), 2, "{answers}");
+        assert!(answers.contains(r#""tool":"c""#), "{answers}");
+        let asked = asked.lock().unwrap().clone();
+        let tools: Vec<Value> = asked.iter().map(|(_, tool)| tool.clone()).collect();
+        assert_eq!(tools, [json!("a"), json!("b"), json!("c")]);
+        let in_place = asked.iter().all(|(thread, _)| *thread == here);
+        tries.push(asked);
+        if in_place {
+            break;
+        }
+    }
+    assert!(
+        tries
+            .last()
+            .unwrap()
+            .iter()
+            .all(|(thread, _)| *thread == here),
+        "no try had every request answered on the runtime's thread {here:?}: {tries:?}"
     );
 
-    // An answer that is not ready at once is started here, then waited for where blocking is
-    // allowed, within the call's deadline (the probe's 2 s): the deadline stops the guest and
+    // An answer that is not ready at once is started here (within `IN_PLACE`), then waited
+    // for where blocking is allowed, within the call's deadline (the probe's 2 s): the deadline stops the guest and
     // drops the answer, which cancels it.
     let started = std::time::Instant::now();
     let result = run(json!({"op": "service", "service": "tools", "request": request("never")}))
@@ -758,6 +777,9 @@ async fn a_quick_tools_request_is_answered_on_the_runtime_thread() {
         "{failure:?}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
-    assert_eq!(asked.lock().unwrap()[3], (here, json!("never")));
+    // Started on this thread when the call got there within `IN_PLACE`, else on the blocking
+    // one (see the tries above): either way asked once, and its answer dropped.
+    assert_eq!(asked.lock().unwrap()[3].1, json!("never"));
+    assert_eq!(asked.lock().unwrap().len(), 4);
     assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
 }
