@@ -96,7 +96,7 @@ pub(crate) struct WasmtimeBackend {
 /// compatibility hash (its version and configuration) does not see: part of a compiled
 /// module's cache key, so that a module compiled before a patch is compiled again rather than
 /// loaded. Change it with any patch to `vendor/wasmtime-internal-cranelift`.
-const CODEGEN_REVISION: &str = "interrupt checks call PreserveAll trampolines";
+const CODEGEN_REVISION: &str = "interrupt checks call PreserveAll trampolines, 2";
 
 pub(crate) fn engine_error(error: impl std::fmt::Display) -> Error {
     Error::Engine {

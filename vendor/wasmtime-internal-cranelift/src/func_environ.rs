@@ -840,14 +840,13 @@ impl<'module_environment> FuncEnvironment<'module_environment> {
         self.epoch_check_cached(builder, cur_epoch_value, continuation_block);
 
         // LOCARA-PATCH: through the `PreserveAll` trampoline (`BuiltinFunctions::preserve_all`),
-        // which returns nothing: the new deadline is read back from the store context, where
-        // `new_epoch` stored it (the value it would have returned).
+        // which returns nothing: the new deadline is read back from the store context (the
+        // pointer loaded above), where `new_epoch` stored it (the value it would have returned).
         let new_epoch = self
             .builtin_functions
             .preserve_all(builder.func, BuiltinFunctionIndex::new_epoch());
         let vmctx = self.vmctx_val(&mut builder.cursor());
         builder.ins().call(new_epoch, &[vmctx]);
-        let vmstore_ctx = self.get_vmstore_context_ptr(builder);
         let new_deadline = self
             .alias_regions
             .vmstore_context_epoch_deadline(&mut builder.cursor(), vmstore_ctx);
