@@ -727,6 +727,8 @@ async fn a_quick_tools_request_is_answered_on_the_runtime_thread() {
     // binary running its tests side by side on two cores can be kept off the CPU longer than
     // that, and the call then rightly moves to a blocking thread. So a few tries, of which one
     // must see every request answered on this thread.
+    let answered_here =
+        |asked: &[(std::thread::ThreadId, Value)]| asked.iter().all(|(thread, _)| *thread == here);
     let mut tries = Vec::new();
     for _ in 0..5 {
         asked.lock().unwrap().clear();
@@ -748,24 +750,20 @@ async fn a_quick_tools_request_is_answered_on_the_runtime_thread() {
         let asked = asked.lock().unwrap().clone();
         let tools: Vec<Value> = asked.iter().map(|(_, tool)| tool.clone()).collect();
         assert_eq!(tools, [json!("a"), json!("b"), json!("c")]);
-        let in_place = asked.iter().all(|(thread, _)| *thread == here);
+        let in_place = answered_here(&asked);
         tries.push(asked);
         if in_place {
             break;
         }
     }
     assert!(
-        tries
-            .last()
-            .unwrap()
-            .iter()
-            .all(|(thread, _)| *thread == here),
+        answered_here(tries.last().unwrap()),
         "no try had every request answered on the runtime's thread {here:?}: {tries:?}"
     );
 
     // An answer that is not ready at once is started here (within `IN_PLACE`), then waited
-    // for where blocking is allowed, within the call's deadline (the probe's 2 s): the deadline stops the guest and
-    // drops the answer, which cancels it.
+    // for where blocking is allowed, within the call's deadline (the probe's 2 s): the
+    // deadline stops the guest and drops the answer, which cancels it.
     let started = std::time::Instant::now();
     let result = run(json!({"op": "service", "service": "tools", "request": request("never")}))
         .await
