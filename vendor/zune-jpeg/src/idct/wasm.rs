@@ -14,14 +14,7 @@
 //! its thirty-two, spilled most of the block to the stack. Each pass is followed by an 8×8
 //! transpose, and the result is narrowed to `i16` with saturation and clamped to `0..=255`.
 #![cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-#![allow(
-    clippy::too_many_lines,
-    clippy::cast_possible_truncation,
-    clippy::similar_names,
-    clippy::op_ref,
-    unused_assignments,
-    clippy::zero_prefixed_literal
-)]
+#![allow(clippy::cast_possible_truncation)]
 
 use core::arch::wasm32::*;
 
