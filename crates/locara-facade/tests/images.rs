@@ -72,13 +72,24 @@ async fn jpeg_is_decoded_in_the_sandbox_to_the_native_pixels() {
         (37, 23, true, 90),
         (200, 120, true, 60),
     ];
+    // Each JPEG, its native pixels and its base64, made once for both engines.
+    let inputs: Vec<_> = cases
+        .iter()
+        .enumerate()
+        .map(|(seed, &(width, height, grey, quality))| {
+            let jpeg = jpeg(width, height, grey, quality, seed as u64 + 1);
+            let native = image::load_from_memory(&jpeg)
+                .expect("the JPEG decodes natively")
+                .to_rgba8();
+            let source = base64::engine::general_purpose::STANDARD.encode(&jpeg);
+            let what = format!("{width}×{height}, grey {grey}, quality {quality}");
+            (what, (width, height), native, source)
+        })
+        .collect();
     for engine in [BackendKind::Wasmtime, BackendKind::Wasmi] {
         let locara = Locara::new(&LocaraConfig::new(home.path()).with_engine(engine)).unwrap();
-        for (seed, &(width, height, grey, quality)) in cases.iter().enumerate() {
-            let what = format!("{width}×{height}, grey {grey}, quality {quality}, on {engine:?}");
-            let jpeg = jpeg(width, height, grey, quality, seed as u64 + 1);
-            let native = image::load_from_memory(&jpeg).expect("the JPEG decodes natively");
-            let source = base64::engine::general_purpose::STANDARD.encode(&jpeg);
+        for (what, (width, height), native, source) in &inputs {
+            let what = format!("{what}, on {engine:?}");
             let response = locara
                 .run(RunRequest::new(
                     "image.format-convert",
@@ -98,11 +109,11 @@ async fn jpeg_is_decoded_in_the_sandbox_to_the_native_pixels() {
             let sandboxed = image::load_from_memory(&png).expect("the PNG decodes");
             assert_eq!(
                 (sandboxed.width(), sandboxed.height()),
-                (width, height),
+                (*width, *height),
                 "{what}"
             );
             // The tool writes RGB(A); a grey JPEG's pixels are its grey value thrice.
-            let (sandboxed, native) = (sandboxed.to_rgba8(), native.to_rgba8());
+            let sandboxed = sandboxed.to_rgba8();
             let differ = sandboxed
                 .pixels()
                 .zip(native.pixels())
