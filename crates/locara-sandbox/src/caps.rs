@@ -140,7 +140,7 @@ impl Capabilities {
     ///
     /// The bytes are shared, not copied, when given as an `Arc` (a host that stages the same
     /// file for many calls). A guest that only reads a staged file reads it from the host's
-    /// memory: it is written into the temp dir only if the guest does anything else there.
+    /// memory: it is written to disk only if the call's temp dir is (see the crate's docs).
     pub fn with_temp_file(
         mut self,
         path: impl Into<String>,
@@ -155,8 +155,9 @@ impl Capabilities {
     /// the temp dir is removed. They count towards the output limit with stdout; a call whose
     /// files exceed it ends with [`LimitKind::Output`](crate::LimitKind::Output).
     ///
-    /// The host reaches the files only through the handle it opened on the temp dir when it
-    /// made it, one component at a time and never following a link: when `dir` or one of its
+    /// While the temp dir is still in memory the files are taken from there. Once it is on
+    /// disk, the host reaches the files only through the handle it opened on the temp dir when
+    /// it made it, one component at a time and never following a link: when `dir` or one of its
     /// parents is a symbolic link or not a directory, the call ends with
     /// [`RunStatus::OutputRefused`](crate::RunStatus::OutputRefused) and returns no files;
     /// links, devices and FIFOs inside it are skipped.

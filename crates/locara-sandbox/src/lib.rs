@@ -14,6 +14,11 @@
 //! on the other. The same holds for the host services a call may be given
 //! ([`HostServices`]), the one way out of the sandbox besides its preopened directories.
 //!
+//! A call's `/tmp` is held in memory (up to [`MEM_TEMP_BYTES`] of the guest's writes) until
+//! the guest does something only a real directory can do; then it is made on disk, under the
+//! temp root, and the call goes on there. Most tools never leave memory, so their output
+//! files are collected without a host path being made, written, read back or removed.
+//!
 //! ```no_run
 //! # fn main() -> Result<(), locara_sandbox::Error> {
 //! use locara_sandbox::{BackendKind, Capabilities, Limits, Sandbox, SandboxConfig};
@@ -79,4 +84,5 @@ pub use crate::{
         HOST_CHANNEL_PATH, HOST_SERVICES_MODULE, HostServices, Now, PendingAnswer, ServiceCall,
         ServiceError,
     },
+    wasi::MEM_TEMP_BYTES,
 };

@@ -204,6 +204,35 @@ fn collect_files(temp: &Dir, dir: &str, budget: u64) -> Result<Vec<crate::Output
     Ok(files)
 }
 
+/// [`collect_files`] for a temp dir still in memory: the files under `dir`, in path order,
+/// refusing more than `budget` bytes in all, and refusing a `dir` that is a file.
+fn collect_from_memory(
+    wasi: &mut WasiCtx,
+    dir: &str,
+    budget: u64,
+) -> Result<Vec<crate::OutputFile>, Collect> {
+    let taken = wasi.take_memory_files(dir).map_err(|walked| {
+        Collect::Refused(format!(
+            "the tool left {}{walked} as not a directory: the host collects output files only from a real directory inside the call's temp dir and follows no links",
+            crate::TEMP_GUEST_PATH
+        ))
+    })?;
+    let mut left = budget;
+    let mut files = Vec::with_capacity(taken.len());
+    for (path, bytes) in taken {
+        let len = bytes.len() as u64;
+        if len > left {
+            return Err(Collect::OverBudget);
+        }
+        left -= len;
+        // A staged input under `dir` is still shared with the request: copied, as reading
+        // it back from disk would.
+        let bytes = Arc::try_unwrap(bytes).unwrap_or_else(|shared| shared.as_ref().clone());
+        files.push(crate::OutputFile { path, bytes });
+    }
+    Ok(files)
+}
+
 /// Reads `name` in `dir` if it is a regular file, opened without following a link: `Ok(None)`
 /// for anything else. More than `budget` bytes is
 /// [`Collect::OverBudget`].
@@ -273,9 +302,6 @@ pub(crate) fn finish(
     enforced: EnforcedLimits,
 ) -> RunOutcome {
     let Call { started } = call;
-    // Staged files under the collected directory are outputs even when the guest never
-    // touched the temp dir (they are still in memory then).
-    let unwritten = wasi.write_staged_outputs().err();
     let temp = wasi.temp.take();
     let temp_dirs = wasi.temp_dirs.take();
     let mut status = match (wasi.stop, end) {
@@ -298,15 +324,15 @@ pub(crate) fn finish(
     let stdout = std::mem::take(&mut wasi.stdout);
     let stderr = std::mem::take(&mut wasi.stderr);
     let stderr_truncated = wasi.stderr_truncated;
-    if let (true, Some(fail)) = (status.is_success(), unwritten) {
-        status = RunStatus::Trapped(format!(
-            "the host could not write the staged files to collect them: {fail:?}"
-        ));
-    }
     let mut files = Vec::new();
-    if let (true, Some(dir), Some(handle)) = (status.is_success(), &wasi.collect, &wasi.temp_handle)
-    {
-        match collect_files(handle, dir, wasi.output_left()) {
+    if let (true, Some(dir)) = (status.is_success(), wasi.collect.clone()) {
+        let budget = wasi.output_left();
+        // A temp dir never moved to disk gives its files from memory.
+        let collected = match &wasi.temp_handle {
+            Some(handle) => collect_files(handle, &dir, budget),
+            None => collect_from_memory(&mut wasi, &dir, budget),
+        };
+        match collected {
             Ok(collected) => files = collected,
             Err(Collect::OverBudget) => status = RunStatus::LimitExceeded(LimitKind::Output),
             Err(Collect::Refused(why)) => status = RunStatus::OutputRefused(why),

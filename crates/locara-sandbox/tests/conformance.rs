@@ -319,19 +319,23 @@ backend_test!(environment_is_empty, |kind| {
 backend_test!(temp_dir_is_fresh_and_gone_after_the_call, |kind| {
     let root = tempfile::tempdir().unwrap();
     let module = isolated(kind, root.path());
-    let write = json!({"op": "write", "path": "/tmp/left-behind.txt", "content": "x"});
-    let outcome = run_on(&module, write);
-    assert_eq!(stdout_json(&outcome), json!({"ok": true}));
-    assert_eq!(
-        std::fs::read_dir(root.path()).unwrap().count(),
-        0,
-        "the call's temp dir was left behind"
-    );
-    assert!(
-        !reads(&module, "/tmp/left-behind.txt"),
-        "the next call saw the previous call's file"
-    );
-    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    // In memory, and on disk (`disk` makes the probe list `/tmp` first).
+    for disk in [false, true] {
+        let write =
+            json!({"op": "write", "path": "/tmp/left-behind.txt", "content": "x", "disk": disk});
+        let outcome = run_on(&module, write);
+        assert_eq!(stdout_json(&outcome), json!({"ok": true}));
+        assert_eq!(
+            std::fs::read_dir(root.path()).unwrap().count(),
+            0,
+            "the call's temp dir was left behind"
+        );
+        assert!(
+            !reads(&module, "/tmp/left-behind.txt"),
+            "the next call saw the previous call's file"
+        );
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    }
 });
 
 backend_test!(temp_dir_is_removed_after_a_limit_too, |kind| {
@@ -341,11 +345,14 @@ backend_test!(temp_dir_is_removed_after_a_limit_too, |kind| {
         max_fds: 8,
         ..Limits::default()
     };
-    let outcome = module
-        .run(br#"{"op": "fds"}"#, &limits, &Capabilities::new())
-        .unwrap();
-    assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fds));
-    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    for disk in [false, true] {
+        let fds = json!({"op": "fds", "disk": disk});
+        let outcome = module
+            .run(fds.to_string().as_bytes(), &limits, &Capabilities::new())
+            .unwrap();
+        assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fds));
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    }
 });
 
 backend_test!(
@@ -640,10 +647,13 @@ backend_test!(output_that_is_not_utf8_is_passed_through_as_bytes, |kind| {
 backend_test!(ten_thousand_files_in_the_temp_dir_are_all_removed, |kind| {
     let root = tempfile::tempdir().unwrap();
     let module = isolated(kind, root.path());
-    let outcome = run_on(&module, json!({"op": "files", "count": 10000, "bytes": 16}));
-    assert_eq!(outcome.status, RunStatus::Exited(0), "{outcome:?}");
-    assert_eq!(stdout_json(&outcome), json!({"created": 10000}));
-    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    for disk in [false, true] {
+        let files = json!({"op": "files", "count": 10000, "bytes": 16, "disk": disk});
+        let outcome = run_on(&module, files);
+        assert_eq!(outcome.status, RunStatus::Exited(0), "{outcome:?}");
+        assert_eq!(stdout_json(&outcome), json!({"created": 10000}));
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    }
     assert_next_call_works(&module);
 });
 
@@ -659,11 +669,14 @@ backend_test!(the_temp_dir_is_bounded_by_its_limit, |kind| {
             .run(input.to_string().as_bytes(), &limits, &Capabilities::new())
             .unwrap()
     };
-    // One big file, and a flood of empty ones (each entry counts 4 KiB): both stopped.
-    for input in [
-        json!({"op": "files", "count": 1, "bytes": 2 << 20}),
-        json!({"op": "files", "count": 100_000, "bytes": 0}),
-    ] {
+    // One big file, and a flood of empty ones (each entry counts 4 KiB): both stopped, in
+    // memory and on disk.
+    for input in [false, true].into_iter().flat_map(|disk| {
+        [
+            json!({"op": "files", "count": 1, "bytes": 2 << 20, "disk": disk}),
+            json!({"op": "files", "count": 100_000, "bytes": 0, "disk": disk}),
+        ]
+    }) {
         let outcome = run(input.clone());
         assert_eq!(
             outcome.status,
@@ -692,23 +705,22 @@ backend_test!(fds_held_open_are_closed_when_the_call_is_stopped, |kind| {
         wall_time: Duration::from_millis(300),
         ..Limits::default()
     };
-    let outcome = module
-        .run(
-            br#"{"op": "hold_fds", "count": 20, "ms": 60000}"#,
-            &limits,
-            &Capabilities::new(),
-        )
-        .unwrap();
-    assert_eq!(
-        outcome.status,
-        RunStatus::LimitExceeded(LimitKind::WallTime)
-    );
-    assert_eq!(
-        locara_test_artifacts::open_fds_under(root.path()),
-        0,
-        "descriptors left open"
-    );
-    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    for disk in [false, true] {
+        let hold = json!({"op": "hold_fds", "count": 20, "ms": 60000, "disk": disk});
+        let outcome = module
+            .run(hold.to_string().as_bytes(), &limits, &Capabilities::new())
+            .unwrap();
+        assert_eq!(
+            outcome.status,
+            RunStatus::LimitExceeded(LimitKind::WallTime)
+        );
+        assert_eq!(
+            locara_test_artifacts::open_fds_under(root.path()),
+            0,
+            "descriptors left open"
+        );
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    }
     assert_next_call_works(&module);
 });
 
@@ -1056,10 +1068,12 @@ backend_test!(cancelling_a_call_stops_it_and_cleans_up, |kind| {
         wall_time: Duration::from_secs(120),
         ..Limits::default()
     };
-    for op in [
-        json!({"op": "spin", "path": "/tmp/spinning.txt"}),
-        json!({"op": "hold_fds", "count": 5, "ms": 120_000}),
-    ] {
+    for op in [false, true].into_iter().flat_map(|disk| {
+        [
+            json!({"op": "spin", "path": "/tmp/spinning.txt", "disk": disk}),
+            json!({"op": "hold_fds", "count": 5, "ms": 120_000, "disk": disk}),
+        ]
+    }) {
         let cancel = CancelToken::new();
         let canceller = {
             let cancel = cancel.clone();
@@ -1339,11 +1353,11 @@ backend_test!(
             .unwrap();
         assert_eq!(only_read.status, RunStatus::Exited(0));
         assert_eq!(stdout_json(&only_read), expected(json!({})));
-        let write = json!({"op": "write", "path": "/tmp/out/made.txt", "content": "x"});
-        let wrote = module
-            .run(write.to_string().as_bytes(), &Limits::default(), &caps)
+        let list = json!({"op": "list", "path": "/tmp/in"});
+        let listed = module
+            .run(list.to_string().as_bytes(), &Limits::default(), &caps)
             .unwrap();
-        assert_eq!(stdout_json(&wrote)["ok"], json!(false), "{wrote:?}");
+        assert_eq!(stdout_json(&listed)["ok"], json!(false), "{listed:?}");
 
         // Using the temp dir midway writes the staged file there: the open file reads on
         // from the same position, refuses writes like a read-only file, and is listed.
@@ -1359,6 +1373,115 @@ backend_test!(
             expected(json!({"write_refused": true, "listed": ["data"]}))
         );
         assert_eq!(files_of(&touched), [("touched", b"t".as_slice())]);
+    }
+);
+
+/// What the probe's `grow` op writes: `count` chunks of `chunk` bytes, chunk `i` all `i % 251`.
+fn grown(chunk: usize, count: usize) -> Vec<u8> {
+    (0..count)
+        .flat_map(|i| vec![(i % 251) as u8; chunk])
+        .collect()
+}
+
+backend_test!(
+    the_temp_dir_stays_in_memory_until_the_guest_needs_the_disk,
+    |kind| {
+        // Under a temp root that cannot be made, only a call that never needs its temp dir on
+        // disk can work.
+        let root = tempfile::tempdir().unwrap();
+        let module = isolated(kind, &root.path().join("missing"));
+        let run = |input: Value, caps: &Capabilities| {
+            module
+                .run(input.to_string().as_bytes(), &Limits::default(), caps)
+                .unwrap()
+        };
+        // What a tool does: make a directory, write files in it, which the host collects.
+        let outcome = run(
+            json!({"op": "files", "count": 3, "bytes": 1000}),
+            &Capabilities::new().collecting("many"),
+        );
+        assert_eq!(stdout_json(&outcome), json!({"created": 3}), "{outcome:?}");
+        let thousand = vec![b'f'; 1000];
+        assert_eq!(
+            files_of(&outcome),
+            [
+                ("f0", thousand.as_slice()),
+                ("f1", thousand.as_slice()),
+                ("f2", thousand.as_slice())
+            ]
+        );
+        // Written in pieces, read back, collected: the guest's writes up to the bound.
+        let chunk = 64 << 10;
+        let count = usize::try_from(locara_sandbox::MEM_TEMP_BYTES).unwrap() / chunk;
+        let outcome = run(
+            json!({"op": "grow", "path": "/tmp/out/big", "chunk": chunk, "count": count}),
+            &Capabilities::new().collecting("out"),
+        );
+        assert_eq!(
+            stdout_json(&outcome),
+            json!({"ok": true, "report": {"len": chunk * count, "intact": true}}),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            files_of(&outcome),
+            [("big", grown(chunk, count).as_slice())]
+        );
+        // One chunk more passes the bound: the temp dir must go to disk, which fails here.
+        let outcome = run(
+            json!({"op": "grow", "path": "/tmp/out/big", "chunk": chunk, "count": count + 1}),
+            &Capabilities::new().collecting("out"),
+        );
+        assert_eq!(stdout_json(&outcome)["ok"], json!(false), "{outcome:?}");
+        // So must listing it.
+        let outcome = run(json!({"op": "list", "path": "/tmp"}), &Capabilities::new());
+        assert_eq!(stdout_json(&outcome)["ok"], json!(false), "{outcome:?}");
+        // A collected directory that the guest made a file is refused, as on disk.
+        let outcome = run(
+            json!({"op": "write", "path": "/tmp/out", "content": "not a dir"}),
+            &Capabilities::new().collecting("out/sub"),
+        );
+        assert_eq!(
+            outcome.status,
+            RunStatus::OutputRefused(
+                "the tool left /tmp/out as not a directory: the host collects output files only from a real directory inside the call's temp dir and follows no links".to_owned()
+            )
+        );
+    }
+);
+
+backend_test!(
+    a_temp_dir_moved_to_disk_midway_keeps_every_byte_and_position,
+    |kind| {
+        let root = tempfile::tempdir().unwrap();
+        let module = isolated(kind, root.path());
+        // An odd chunk size, so that the move happens inside a write, and the file's position
+        // is not a multiple of anything.
+        let chunk = (1 << 20) + 3;
+        let count = 10;
+        let caps = Capabilities::new().collecting("out");
+        let outcome = module
+            .run(
+                json!({"op": "grow", "path": "/tmp/out/big", "chunk": chunk, "count": count})
+                    .to_string()
+                    .as_bytes(),
+                &Limits {
+                    output_bytes: 64 << 20,
+                    ..Limits::default()
+                },
+                &caps,
+            )
+            .unwrap();
+        assert_eq!(outcome.status, RunStatus::Exited(0));
+        assert_eq!(
+            stdout_json(&outcome),
+            json!({"ok": true, "report": {"len": chunk * count, "intact": true}}),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            files_of(&outcome),
+            [("big", grown(chunk, count).as_slice())]
+        );
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
     }
 );
 

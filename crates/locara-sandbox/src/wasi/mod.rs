@@ -13,6 +13,8 @@
 mod errno;
 pub(crate) mod host;
 mod marshal;
+mod memtemp;
+pub use self::memtemp::MEM_TEMP_BYTES;
 
 use std::{
     fs::File,
@@ -28,7 +30,11 @@ use cap_fs_ext::{
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
 pub(crate) use self::errno::Errno;
+use self::memtemp::{Lookup, MemDesc, MemTemp};
 use crate::{CancelToken, LimitKind, temp::TempDirs};
+
+/// A file's bytes, shared with whoever else holds them (a staged file's with the request).
+type SharedBytes = Arc<Vec<u8>>;
 
 /// Why a host function stopped the guest instead of returning an errno.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,13 +155,9 @@ pub(crate) struct WasiCtx {
     parked: Option<crate::services::PendingAnswer>,
     /// The call's random numbers when the host seeded them; `None` reads the OS's.
     rng: Option<rand_chacha::ChaCha20Rng>,
-    /// Files staged for the call ([`WasiCtx::stage`]) and not yet written to the temp dir,
-    /// as `(path relative to it, bytes)`: while the temp dir is untouched, a guest that opens
-    /// one of them to read it reads it from here ([`Desc::Staged`]). They are written when
-    /// the temp dir is created ([`WasiCtx::make_temp`]).
-    staged: Vec<(String, Arc<Vec<u8>>)>,
-    /// When the files were staged, as their times (ns since the epoch).
-    staged_at: u64,
+    /// The temp dir while it is held in memory ([`memtemp`]): the staged files and what the
+    /// guest made there; written to a real temp dir by [`WasiCtx::make_temp`].
+    mem: MemTemp,
 }
 
 #[derive(Debug)]
@@ -165,37 +167,18 @@ enum Desc {
     Stderr,
     Dir(DirDesc),
     File(FileDesc),
-    /// The call's temp dir before its first use: it is preopened (the guest sees it), but
-    /// created on disk only when the guest first touches it. Most tools never do, and creating
-    /// and removing a directory was the largest per-call cost of the sandbox.
+    /// The call's temp dir while it is in memory ([`memtemp`]): it is preopened (the guest
+    /// sees it), but created on disk only when the guest does something the memory form does
+    /// not model. Most tools never do, and creating, filling, reading back and removing a
+    /// directory was the largest per-call cost of the sandbox for the tools that write files.
     LazyTemp,
     /// The host services as a stream ([`host::Channel`]), opened at
     /// [`crate::services::HOST_CHANNEL_PATH`].
     Channel(host::Channel),
-    /// A staged file opened to be read while the temp dir was still lazy: read from the
-    /// host's memory, with no file written. Anything but reading, seeking and `stat` creates
-    /// the temp dir first, which makes it a [`Desc::File`] on the written file at the same
-    /// position, so the guest sees one file either way.
-    Staged(StagedFile),
-}
-
-#[derive(Debug)]
-struct StagedFile {
-    path: String,
-    bytes: Arc<Vec<u8>>,
-    pos: u64,
-}
-
-impl StagedFile {
-    /// Copies from `at` into `buf`, as much as fits; 0 at or past the end.
-    fn read_at(&self, buf: &mut [u8], at: u64) -> usize {
-        let start = usize::try_from(at)
-            .unwrap_or(usize::MAX)
-            .min(self.bytes.len());
-        let n = buf.len().min(self.bytes.len() - start);
-        buf[..n].copy_from_slice(&self.bytes[start..start + n]);
-        n
-    }
+    /// A file of the in-memory temp dir. Reading, writing, seeking and `stat` are done in
+    /// memory; anything else creates the temp dir first, which makes it a [`Desc::File`] on
+    /// the written file at the same position, so the guest sees one file either way.
+    Mem(MemDesc),
 }
 
 #[derive(Debug)]
@@ -287,15 +270,14 @@ impl WasiCtx {
                 use rand_chacha::rand_core::SeedableRng as _;
                 rand_chacha::ChaCha20Rng::seed_from_u64(seed)
             }),
-            staged: Vec::new(),
-            staged_at: 0,
+            mem: MemTemp::default(),
         }
     }
 
     /// Stages `files` (paths relative to the temp dir, already checked to be plain) in the
     /// call's temp dir and charges them to the temp limit like guest writes. Nothing is
-    /// written yet: a guest that only reads them reads them from memory, and they are written
-    /// when the temp dir is first created ([`WasiCtx::make_temp`]).
+    /// written yet: they are files of the in-memory temp dir ([`memtemp`]), written when the
+    /// temp dir is created on disk ([`WasiCtx::make_temp`]), if it ever is.
     pub(crate) fn stage(&mut self, files: &[(String, Arc<Vec<u8>>)]) -> Result<(), crate::Error> {
         let mut charge = 0u64;
         for (path, bytes) in files {
@@ -322,8 +304,11 @@ impl WasiCtx {
         };
         let root = dirs.root().to_owned();
         self.temp_used = self.temp_used.saturating_add(charge);
-        self.staged.extend(files.iter().cloned());
-        self.staged_at = nanos(Ok(SystemTime::now()));
+        let now = now();
+        for (path, bytes) in files {
+            self.mem
+                .insert_file(path.clone(), Arc::clone(bytes), true, now);
+        }
         if self.temp.is_some() {
             self.make_temp().map_err(|fail| crate::Error::TempDir {
                 path: root,
@@ -333,9 +318,9 @@ impl WasiCtx {
         Ok(())
     }
 
-    /// Creates the call's temp dir if it is not yet: the lazy descriptor becomes the
-    /// directory, the staged files are written into it, and the descriptors that read them
-    /// from memory are turned into files open on them at the same position.
+    /// Creates the call's temp dir on disk if it is not yet: the lazy descriptor becomes the
+    /// directory, the in-memory tree is written into it, and the descriptors open on its
+    /// files become files open on the written ones, at the same position.
     fn make_temp(&mut self) -> Res<()> {
         if self.temp.is_none() {
             let temp = self.temp_dirs.as_ref().ok_or(Errno::BADF)?.create()?;
@@ -357,21 +342,32 @@ impl WasiCtx {
                 }));
             }
         }
-        for (path, bytes) in std::mem::take(&mut self.staged) {
-            if let Some((parent, _)) = path.rsplit_once('/') {
-                handle.create_dir_all(parent)?;
-            }
-            handle.write(&path, bytes.as_slice())?;
+        if self.mem.is_empty() {
+            return Ok(());
+        }
+        let tree = std::mem::take(&mut self.mem);
+        // In path order, a directory comes before everything under it.
+        for dir in &tree.dirs {
+            handle.create_dir(dir)?;
+        }
+        for (path, file) in &tree.files {
+            handle.write(path, file.bytes.as_slice())?;
         }
         for slot in &mut self.table {
-            if let Some(Desc::Staged(staged)) = slot {
-                let mut file = handle.open(&staged.path)?.into_std();
-                file.seek(SeekFrom::Start(staged.pos))?;
+            if let Some(Desc::Mem(open)) = slot {
+                let mut options = OpenOptions::new();
+                options
+                    .read(open.readable)
+                    .write(open.writable && !open.append)
+                    .append(open.append)
+                    .follow(FollowSymlinks::No);
+                let mut file = handle.open_with(&open.path, &options)?.into_std();
+                file.seek(SeekFrom::Start(open.pos))?;
                 *slot = Some(Desc::File(FileDesc {
                     file,
-                    readable: true,
-                    writable: false,
-                    append: false,
+                    readable: open.readable,
+                    writable: open.writable,
+                    append: open.append,
                     in_temp: true,
                 }));
             }
@@ -379,69 +375,169 @@ impl WasiCtx {
         Ok(())
     }
 
-    /// Writes the staged files still in memory when one is under the directory whose files
-    /// are collected: they are outputs too, even if the guest never touched the temp dir.
-    pub(crate) fn write_staged_outputs(&mut self) -> Res<()> {
-        let collect = self.collect.as_deref();
-        let under_collect = |path: &str| {
-            collect.is_some_and(|dir| {
-                path.strip_prefix(dir)
-                    .is_some_and(|rest| rest.starts_with('/'))
-            })
-        };
-        if self.staged.iter().any(|(path, _)| under_collect(path)) {
-            self.make_temp()?;
+    /// The regular files under `dir` (plain, relative to the temp dir) while the temp dir is
+    /// in memory, taken out of it: `(path relative to dir, bytes)` in path order. `Err` names
+    /// the component of `dir` (as `/a/b`) that is a file and not a directory.
+    pub(crate) fn take_memory_files(
+        &mut self,
+        dir: &str,
+    ) -> Result<Vec<(String, SharedBytes)>, String> {
+        let mut at = 0;
+        loop {
+            let end = dir[at..].find('/').map_or(dir.len(), |slash| at + slash);
+            if self.mem.files.contains_key(&dir[..end]) {
+                return Err(format!("/{}", &dir[..end]));
+            }
+            if end == dir.len() {
+                break;
+            }
+            at = end + 1;
         }
-        Ok(())
+        if !self.mem.dirs.contains(dir) {
+            return Ok(Vec::new());
+        }
+        let prefix = format!("{dir}/");
+        let paths: Vec<String> = self
+            .mem
+            .files
+            .range(prefix.clone()..)
+            .take_while(|(path, _)| path.starts_with(&prefix))
+            .map(|(path, _)| path.clone())
+            .collect();
+        Ok(paths
+            .into_iter()
+            .filter_map(|path| {
+                let file = self.mem.files.remove(&path)?;
+                Some((path[prefix.len()..].to_owned(), file.bytes))
+            })
+            .collect())
     }
 
-    /// The staged file at `path` (relative to the temp dir `fd`) opened to be read from
-    /// memory, if the temp dir is still lazy and the open only reads it; `None` opens it the
-    /// usual way.
-    fn open_staged(
-        &self,
+    /// Opens `path` under the in-memory temp dir `fd` if the memory form can: `Ok(None)` when
+    /// `fd` is not that dir or the open needs the disk (a directory, a path that is not
+    /// plain, flags other than append, writing to a staged file).
+    fn open_in_memory(
+        &mut self,
         fd: i32,
         path: &str,
         oflags: i32,
         rights: i64,
         fdflags: i32,
-    ) -> Option<Desc> {
-        let writes = RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE;
-        if oflags != 0 || fdflags != 0 || rights & writes != 0 {
-            return None;
+    ) -> Res<Option<Desc>> {
+        if !self.is_lazy(fd) || oflags & OFLAGS_DIRECTORY != 0 || fdflags & !FDFLAGS_APPEND != 0 {
+            return Ok(None);
         }
-        let (path, bytes) = self.staged_in_lazy_temp(fd, path)?;
-        Some(Desc::Staged(StagedFile {
-            path: path.clone(),
-            bytes: Arc::clone(bytes),
+        let Some(path) = memtemp::plain(path) else {
+            return Ok(None);
+        };
+        let append = fdflags & FDFLAGS_APPEND != 0;
+        let write = rights & (RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE) != 0
+            || oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0
+            || append;
+        let read = rights & (RIGHT_FD_READ | RIGHT_FD_READDIR) != 0 || !write;
+        match self.mem.lookup(path) {
+            Lookup::Dir if write => return Err(Errno::ISDIR.into()),
+            Lookup::Dir => return Ok(None),
+            Lookup::NoParent => return Err(Errno::NOENT.into()),
+            Lookup::ParentNotDir => return Err(Errno::NOTDIR.into()),
+            Lookup::File => {
+                if oflags & OFLAGS_CREAT != 0 && oflags & OFLAGS_EXCL != 0 {
+                    return Err(Errno::EXIST.into());
+                }
+                let file = self.mem.file_mut(path)?;
+                if write && file.staged {
+                    return Ok(None);
+                }
+                if oflags & OFLAGS_TRUNC != 0 {
+                    let freed = file.bytes.len() as u64;
+                    file.set_len(0, now());
+                    self.refund_temp(freed);
+                }
+            }
+            Lookup::Missing if oflags & OFLAGS_CREAT == 0 => return Err(Errno::NOENT.into()),
+            Lookup::Missing => {
+                self.charge_temp(TEMP_ENTRY_BYTES)?;
+                self.mem
+                    .insert_file(path.to_owned(), Arc::default(), false, now());
+            }
+        }
+        Ok(Some(Desc::Mem(MemDesc {
+            path: path.to_owned(),
             pos: 0,
-        }))
+            readable: read,
+            writable: write,
+            append,
+        })))
     }
 
-    /// The staged file at `path` under `fd`, if `fd` is the temp dir, still lazy (so the file
-    /// is still in memory only).
-    fn staged_in_lazy_temp(&self, fd: i32, path: &str) -> Option<&(String, Arc<Vec<u8>>)> {
-        let lazy = usize::try_from(fd)
+    /// Whether `fd` is the call's temp dir while it is still in memory.
+    fn is_lazy(&self, fd: i32) -> bool {
+        usize::try_from(fd)
             .ok()
             .and_then(|fd| self.table.get(fd))
-            .is_some_and(|slot| matches!(slot, Some(Desc::LazyTemp)));
-        if !lazy {
-            return None;
-        }
-        self.staged.iter().find(|(staged, _)| staged == path)
+            .is_some_and(|slot| matches!(slot, Some(Desc::LazyTemp)))
     }
 
-    /// A staged file's `filestat` while it is in memory: a regular file of `len` bytes with
-    /// one link, its times those of the staging.
-    fn staged_filestat(&self, len: usize) -> [u8; 64] {
-        let mut buf = [0u8; 64];
-        buf[16] = FILETYPE_REGULAR_FILE;
-        buf[24..32].copy_from_slice(&1u64.to_le_bytes());
-        buf[32..40].copy_from_slice(&(len as u64).to_le_bytes());
-        for time in [40, 48, 56] {
-            buf[time..time + 8].copy_from_slice(&self.staged_at.to_le_bytes());
+    /// The in-memory file open at `fd`, with the tree it is in; `None` for any other
+    /// descriptor.
+    fn mem_desc(&mut self, fd: i32) -> Res<Option<(&mut MemDesc, &mut MemTemp)>> {
+        let desc = usize::try_from(fd)
+            .ok()
+            .and_then(|fd| self.table.get_mut(fd))
+            .and_then(Option::as_mut)
+            .ok_or(Fail::Errno(Errno::BADF))?;
+        Ok(match desc {
+            Desc::Mem(open) => Some((open, &mut self.mem)),
+            _ => None,
+        })
+    }
+
+    /// Writes `data` to the in-memory file at `fd` (at `at`, or at its position; at its end
+    /// when it appends), charging its growth: `Ok(false)` when `fd` is not such a file, or
+    /// when the write would take the guest's writes in memory past
+    /// [`memtemp::MEM_TEMP_BYTES`], in which case the temp dir has just been moved to disk
+    /// and the caller writes there.
+    fn mem_write(&mut self, fd: i32, at: Option<u64>, data: &[u8]) -> Res<bool> {
+        let Some((open, tree)) = self.mem_desc(fd)? else {
+            return Ok(false);
+        };
+        if !open.writable {
+            return Err(Errno::BADF.into());
         }
-        buf
+        let size = tree.file(&open.path)?.bytes.len() as u64;
+        let start = match at {
+            _ if open.append => size,
+            Some(at) => at,
+            None => open.pos,
+        };
+        let end = start.checked_add(data.len() as u64).ok_or(Errno::FBIG)?;
+        let growth = end.saturating_sub(size);
+        self.mem_grow(growth)?;
+        if self.temp.is_some() {
+            return Ok(false);
+        }
+        let Some((open, tree)) = self.mem_desc(fd)? else {
+            return Err(Errno::BADF.into());
+        };
+        let start = usize::try_from(start).map_err(|_| Errno::FBIG)?;
+        tree.file_mut(&open.path)?.write_at(data, start, now());
+        if at.is_none() {
+            open.pos = end;
+        }
+        Ok(true)
+    }
+
+    /// Charges `growth` more bytes written into the in-memory temp dir, or, when that would
+    /// pass [`memtemp::MEM_TEMP_BYTES`], moves the temp dir to disk (the caller checks
+    /// `self.temp`) without charging.
+    fn mem_grow(&mut self, growth: u64) -> Res<()> {
+        let written = self.mem.written.saturating_add(growth);
+        if written > memtemp::MEM_TEMP_BYTES {
+            return self.make_temp();
+        }
+        self.charge_temp(growth)?;
+        self.mem.written = written;
+        Ok(())
     }
 
     /// How many more bytes of output (stdout, then collected files) the call may produce.
@@ -458,9 +554,7 @@ impl WasiCtx {
             .filter(|(_, desc)| {
                 matches!(
                     desc,
-                    Some(
-                        Desc::File(_) | Desc::Staged(_) | Desc::Dir(DirDesc { preopen: None, .. })
-                    )
+                    Some(Desc::File(_) | Desc::Mem(_) | Desc::Dir(DirDesc { preopen: None, .. }))
                 )
             })
             .map(|(fd, _)| fd)
@@ -513,10 +607,10 @@ impl WasiCtx {
             .ok_or(Fail::Errno(Errno::BADF))
     }
 
-    /// The descriptor at `fd`, creating the temp dir if this is its first use (or the first
-    /// use of a staged file other than reading it).
+    /// The descriptor at `fd`, moving the temp dir to disk if `fd` is it or one of its files
+    /// while it is in memory: what the caller does next is done on disk.
     fn desc(&mut self, fd: i32) -> Res<&mut Desc> {
-        if matches!(self.raw_desc(fd)?, Desc::LazyTemp | Desc::Staged(_)) {
+        if matches!(self.raw_desc(fd)?, Desc::LazyTemp | Desc::Mem(_)) {
             self.make_temp()?;
         }
         self.raw_desc(fd)
@@ -760,6 +854,11 @@ fn filetype(ty: cap_std::fs::FileType) -> u8 {
     }
 }
 
+/// Now, in nanoseconds since the epoch.
+fn now() -> u64 {
+    nanos(Ok(SystemTime::now()))
+}
+
 fn nanos(time: std::io::Result<SystemTime>) -> u64 {
     time.ok()
         .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
@@ -913,7 +1012,7 @@ pub(crate) fn fd_advise(
     _len: i64,
     _advice: i32,
 ) -> Res {
-    if let Desc::Staged(_) = ctx.raw_desc(fd)? {
+    if let Desc::Mem(_) = ctx.raw_desc(fd)? {
         return Ok(());
     }
     ctx.file(fd)?;
@@ -933,11 +1032,18 @@ pub(crate) fn fd_close(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
 }
 
 pub(crate) fn fd_datasync(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
+    // A file in memory has no disk to be synced to.
+    if let Desc::Mem(_) = ctx.raw_desc(fd)? {
+        return Ok(());
+    }
     ctx.file(fd)?.file.sync_data()?;
     Ok(())
 }
 
 pub(crate) fn fd_sync(ctx: &mut WasiCtx, _: &mut [u8], fd: i32) -> Res {
+    if let Desc::Mem(_) = ctx.raw_desc(fd)? {
+        return Ok(());
+    }
     ctx.file(fd)?.file.sync_all()?;
     Ok(())
 }
@@ -953,7 +1059,14 @@ pub(crate) fn fd_fdstat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32
             FILETYPE_REGULAR_FILE,
             if f.append { FDFLAGS_APPEND as u16 } else { 0 },
         ),
-        Desc::Staged(_) => (FILETYPE_REGULAR_FILE, 0),
+        Desc::Mem(open) => (
+            FILETYPE_REGULAR_FILE,
+            if open.append {
+                FDFLAGS_APPEND as u16
+            } else {
+                0
+            },
+        ),
     };
     let mut buf = [0u8; 24];
     buf[0] = filetype;
@@ -988,9 +1101,12 @@ pub(crate) fn fd_fdstat_set_rights(
 }
 
 pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
-    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
-        let len = staged.bytes.len();
-        put(mem, out, &ctx.staged_filestat(len))?;
+    if let Some((open, tree)) = ctx.mem_desc(fd)? {
+        put(mem, out, &tree.file(&open.path)?.filestat())?;
+        return Ok(());
+    }
+    if ctx.is_lazy(fd) {
+        put(mem, out, &memtemp::dir_filestat(now()))?;
         return Ok(());
     }
     let meta = match ctx.desc(fd)? {
@@ -1002,9 +1118,9 @@ pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i
         }
         Desc::Dir(d) => d.dir.dir_metadata()?,
         Desc::File(f) => Metadata::from_file(&f.file)?,
-        // `desc` has just created the temp dir, and so written the staged files; neither a
-        // lazy temp dir nor a staged file read from memory is returned.
-        Desc::LazyTemp | Desc::Staged(_) => return Err(Errno::BADF.into()),
+        // `desc` has just moved the temp dir to disk; neither it nor a file in memory is
+        // returned.
+        Desc::LazyTemp | Desc::Mem(_) => return Err(Errno::BADF.into()),
     };
     put_filestat(mem, out, &meta)?;
     Ok(())
@@ -1012,6 +1128,23 @@ pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i
 
 pub(crate) fn fd_filestat_set_size(ctx: &mut WasiCtx, _: &mut [u8], fd: i32, size: i64) -> Res {
     let size = u64::try_from(size).map_err(|_| Errno::INVAL)?;
+    if let Some((open, tree)) = ctx.mem_desc(fd)? {
+        if !open.writable {
+            return Err(Errno::BADF.into());
+        }
+        let old = tree.file(&open.path)?.bytes.len() as u64;
+        if size > old {
+            ctx.mem_grow(size - old)?;
+        } else {
+            ctx.refund_temp(old - size);
+        }
+        if let Some((open, tree)) = ctx.mem_desc(fd)? {
+            let size = usize::try_from(size).map_err(|_| Errno::FBIG)?;
+            tree.file_mut(&open.path)?.set_len(size, now());
+            return Ok(());
+        }
+        // Moved to disk: grown there, and charged, below.
+    }
     let file = ctx.file(fd)?;
     if !file.writable {
         return Err(Errno::BADF.into());
@@ -1049,10 +1182,14 @@ pub(crate) fn fd_pread(
     off: i64,
     out: i32,
 ) -> Res {
-    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
+    if let Some((open, tree)) = ctx.mem_desc(fd)? {
+        if !open.readable {
+            return Err(Errno::BADF.into());
+        }
+        let file = tree.file(&open.path)?;
         let mut offset = u64::try_from(off).map_err(|_| Errno::INVAL)?;
         let read = scatter(mem, iovs, n, |buf| {
-            let n = staged.read_at(buf, offset);
+            let n = file.read_at(buf, offset);
             offset += n as u64;
             Ok(n)
         })?;
@@ -1084,6 +1221,10 @@ pub(crate) fn fd_pwrite(
 ) -> Res {
     let data = gather(mem, iovs, n)?;
     let off = u64::try_from(off).map_err(|_| Errno::INVAL)?;
+    if ctx.mem_write(fd, Some(off), &data)? {
+        put_u32(mem, out, data.len() as u32)?;
+        return Ok(());
+    }
     let growth = ctx.temp_growth(fd, Some(off), data.len())?;
     ctx.charge_temp(growth)?;
     let file = ctx.file(fd)?;
@@ -1157,10 +1298,14 @@ pub(crate) fn fd_read(
     n: i32,
     out: i32,
 ) -> Res {
-    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
+    if let Some((open, tree)) = ctx.mem_desc(fd)? {
+        if !open.readable {
+            return Err(Errno::BADF.into());
+        }
+        let file = tree.file(&open.path)?;
         let read = scatter(mem, iovs, n, |buf| {
-            let n = staged.read_at(buf, staged.pos);
-            staged.pos += n as u64;
+            let n = file.read_at(buf, open.pos);
+            open.pos += n as u64;
             Ok(n)
         })?;
         put_u32(mem, out, read)?;
@@ -1195,6 +1340,10 @@ pub(crate) fn fd_write(
     out: i32,
 ) -> Res {
     let data = gather(mem, iovs, n)?;
+    if ctx.mem_write(fd, None, &data)? {
+        put_u32(mem, out, data.len() as u32)?;
+        return Ok(());
+    }
     let growth = ctx.temp_growth(fd, None, data.len())?;
     ctx.charge_temp(growth)?;
     match ctx.desc(fd)? {
@@ -1278,12 +1427,12 @@ pub(crate) fn fd_seek(
     whence: i32,
     out: i32,
 ) -> Res {
-    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
+    if let Some((open, tree)) = ctx.mem_desc(fd)? {
         // As `lseek`: any position at or after 0, past the end too; before 0 is invalid.
         let base = match whence {
             0 => 0,
-            1 => staged.pos,
-            2 => staged.bytes.len() as u64,
+            1 => open.pos,
+            2 => tree.file(&open.path)?.bytes.len() as u64,
             _ => return Err(Errno::INVAL.into()),
         };
         let new = i64::try_from(base)
@@ -1291,7 +1440,7 @@ pub(crate) fn fd_seek(
             .and_then(|base| base.checked_add(offset))
             .and_then(|new| u64::try_from(new).ok())
             .ok_or(Errno::INVAL)?;
-        staged.pos = new;
+        open.pos = new;
         put_u64(mem, out, new)?;
         return Ok(());
     }
@@ -1308,8 +1457,8 @@ pub(crate) fn fd_seek(
 }
 
 pub(crate) fn fd_tell(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32) -> Res {
-    if let Desc::Staged(staged) = ctx.raw_desc(fd)? {
-        let pos = staged.pos;
+    if let Desc::Mem(open) = ctx.raw_desc(fd)? {
+        let pos = open.pos;
         put_u64(mem, out, pos)?;
         return Ok(());
     }
@@ -1326,6 +1475,20 @@ pub(crate) fn path_create_directory(
     len: i32,
 ) -> Res {
     let path = path(mem, p, len)?;
+    if ctx.is_lazy(fd)
+        && let Some(path) = memtemp::plain(path)
+    {
+        return match ctx.mem.lookup(path) {
+            Lookup::File | Lookup::Dir => Err(Errno::EXIST.into()),
+            Lookup::NoParent => Err(Errno::NOENT.into()),
+            Lookup::ParentNotDir => Err(Errno::NOTDIR.into()),
+            Lookup::Missing => {
+                ctx.charge_temp(TEMP_ENTRY_BYTES)?;
+                ctx.mem.dirs.insert(path.to_owned());
+                Ok(())
+            }
+        };
+    }
     ctx.writable_dir(fd)?;
     ctx.create_entry(fd, |dir| dir.create_dir(path))
 }
@@ -1340,8 +1503,17 @@ pub(crate) fn path_filestat_get(
     out: i32,
 ) -> Res {
     let path = path(mem, p, len)?.to_owned();
-    if let Some((_, bytes)) = ctx.staged_in_lazy_temp(fd, &path) {
-        put(mem, out, &ctx.staged_filestat(bytes.len()))?;
+    if ctx.is_lazy(fd)
+        && let Some(plain) = memtemp::plain(&path)
+    {
+        // Nothing in memory is a link, so following links or not is the same.
+        let stat = match ctx.mem.lookup(plain) {
+            Lookup::File => ctx.mem.file(plain)?.filestat(),
+            Lookup::Dir => memtemp::dir_filestat(now()),
+            Lookup::Missing | Lookup::NoParent => return Err(Errno::NOENT.into()),
+            Lookup::ParentNotDir => return Err(Errno::NOTDIR.into()),
+        };
+        put(mem, out, &stat)?;
         return Ok(());
     }
     let dir = &ctx.dir(fd)?.dir;
@@ -1411,8 +1583,8 @@ pub(crate) fn path_open(
         put_u32(mem, out, new)?;
         return Ok(());
     }
-    if let Some(staged) = ctx.open_staged(fd, &path, oflags, rights, fdflags) {
-        let new = ctx.insert(staged)?;
+    if let Some(open) = ctx.open_in_memory(fd, &path, oflags, rights, fdflags)? {
+        let new = ctx.insert(open)?;
         put_u32(mem, out, new)?;
         return Ok(());
     }

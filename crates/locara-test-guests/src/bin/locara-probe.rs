@@ -37,10 +37,15 @@
 //! | `plant`        | `steps`                     | makes dirs, files, symlinks and hard links in order |
 //! | `service`      | `service`, `request`, `buf` | asks a host service (`locara_host`), reading the answer into a `buf`-byte buffer (default: its length) |
 //! | `channel`      | `lines`                     | writes the strings `lines`, each ended by a newline, to the host channel in one write, then prints `{"answers": …}`, all it reads back |
+//! | `grow`         | `path`, `chunk`, `count`    | writes `count` chunks of `chunk` bytes (chunk `i` all `i % 251`) to a new file at `path`, then reads it back from the start and checks it |
 //! | `staged`       | `path`, `touch`             | reads the file at `path` every way a reader does (stat, read, seek, tell, pread); with `touch`, writes `/tmp/out/touched` after its first 4 bytes, then tries to write to it and lists its directory |
 //!
 //! `spin` takes an optional `path`: a file it writes in `/tmp` first, so that a stopped call
 //! has a temp dir to clean up.
+//!
+//! Any op takes `"disk": true`: the probe lists `/tmp` before anything else, which the host
+//! cannot do in memory, so the call's temp dir is made on disk from the start (the host keeps
+//! it in memory until a call needs the disk), and tests can see what becomes of it.
 
 use std::hint::black_box;
 use std::io::{self, Read, Write};
@@ -62,6 +67,11 @@ fn main() {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
+    if input.get("disk") == Some(&Value::Bool(true))
+        && let Err(e) = std::fs::read_dir("/tmp")
+    {
+        fail(1, &format!("cannot list /tmp: {e}"));
+    }
     match op.as_str() {
         "echo" => emit(&json!({ "echo": input })),
         "spin" => {
@@ -116,6 +126,11 @@ fn main() {
             u64_field(&input, "buf"),
         ),
         "channel" => channel(&input),
+        "grow" => grow(
+            str_field(&input, "path"),
+            u64_field(&input, "chunk").unwrap_or(1),
+            u64_field(&input, "count").unwrap_or(0),
+        ),
         "staged" => staged(
             str_field(&input, "path"),
             input.get("touch").and_then(Value::as_bool).unwrap_or(false),
@@ -298,6 +313,38 @@ fn list(path: &str) {
     });
     match result {
         Ok(names) => emit(&json!({ "ok": true, "entries": names })),
+        Err(e) => emit(&json!({ "ok": false, "error": e.to_string() })),
+    }
+}
+
+fn grow(path: &str, chunk: u64, count: u64) {
+    use std::io::{Seek as _, SeekFrom};
+    let result = (|| -> io::Result<Value> {
+        if let Some(parent) = std::path::Path::new(path).parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        let chunk = usize::try_from(chunk).unwrap_or(1).max(1);
+        for i in 0..count {
+            file.write_all(&vec![(i % 251) as u8; chunk])?;
+        }
+        let len = file.stream_position()?;
+        file.seek(SeekFrom::Start(0))?;
+        let mut back = Vec::new();
+        file.read_to_end(&mut back)?;
+        let intact = back.len() as u64 == len
+            && back
+                .chunks(chunk)
+                .enumerate()
+                .all(|(i, c)| c.iter().all(|&b| b == (i % 251) as u8));
+        Ok(json!({ "len": len, "intact": intact }))
+    })();
+    match result {
+        Ok(report) => emit(&json!({ "ok": true, "report": report })),
         Err(e) => emit(&json!({ "ok": false, "error": e.to_string() })),
     }
 }

@@ -1,0 +1,243 @@
+//! The call's temp dir while it is still held in the host's memory.
+//!
+//! Until a call does something this form does not model, its `/tmp` is a tree in memory:
+//! the staged input files, and the directories and regular files the guest creates with the
+//! common operations (open, create, truncate, read, write, seek, stat, make a directory).
+//! Anything else (listing a directory, removing, renaming, linking, opening a directory,
+//! a path with `.`, `..` or an empty component, writing to a staged input) first writes the
+//! tree to a real temp dir ([`super::WasiCtx::make_temp`]) and goes on there, with every open
+//! descriptor turned into a file at the same position, so the guest sees one file system
+//! either way. The collected output files of a call that never left memory are taken from
+//! the tree; no host path is made, written, read back or removed for them.
+//!
+//! What the guest writes is held in memory up to [`MEM_TEMP_BYTES`] per call; a write past
+//! that moves the tree to disk first. Staged inputs are not counted: the request holds them
+//! already, and a staged file is never copied in memory (writing to one moves to disk).
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
+
+use super::Errno;
+
+/// How many bytes a call's guest may write into its in-memory temp dir before it is moved to
+/// disk.
+pub const MEM_TEMP_BYTES: u64 = 8 << 20;
+
+/// The in-memory temp dir: every directory and file below `/tmp`, by path relative to it.
+#[derive(Debug, Default)]
+pub(super) struct MemTemp {
+    /// Every directory below the root (the root itself is not listed).
+    pub(super) dirs: BTreeSet<String>,
+    pub(super) files: BTreeMap<String, MemFile>,
+    /// Bytes the guest has grown files by, in memory (see [`MEM_TEMP_BYTES`]).
+    pub(super) written: u64,
+    next_ino: u64,
+}
+
+#[derive(Debug)]
+pub(super) struct MemFile {
+    pub(super) bytes: Arc<Vec<u8>>,
+    /// A staged input: shared with the request, so never written in memory.
+    pub(super) staged: bool,
+    /// Last modification, in nanoseconds since the epoch.
+    pub(super) mtime: u64,
+    pub(super) ino: u64,
+}
+
+/// What a plain path names in the tree.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Lookup {
+    File,
+    Dir,
+    /// Nothing, but its parent is a directory: it may be created.
+    Missing,
+    /// A parent component does not exist.
+    NoParent,
+    /// A parent component is a file.
+    ParentNotDir,
+}
+
+/// A descriptor open on a file of the tree.
+#[derive(Debug)]
+pub(super) struct MemDesc {
+    pub(super) path: String,
+    pub(super) pos: u64,
+    pub(super) readable: bool,
+    pub(super) writable: bool,
+    pub(super) append: bool,
+}
+
+/// `path` if the tree can resolve it by itself: relative, its components neither empty nor
+/// `.` nor `..`. Anything else is resolved on disk.
+pub(super) fn plain(path: &str) -> Option<&str> {
+    let ok = !path.is_empty()
+        && path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    ok.then_some(path)
+}
+
+impl MemTemp {
+    pub(super) fn lookup(&self, path: &str) -> Lookup {
+        if self.files.contains_key(path) {
+            return Lookup::File;
+        }
+        if self.dirs.contains(path) {
+            return Lookup::Dir;
+        }
+        let mut at = 0;
+        while let Some(slash) = path[at..].find('/') {
+            let parent = &path[..at + slash];
+            if self.files.contains_key(parent) {
+                return Lookup::ParentNotDir;
+            }
+            if !self.dirs.contains(parent) {
+                return Lookup::NoParent;
+            }
+            at += slash + 1;
+        }
+        Lookup::Missing
+    }
+
+    /// Adds a file (and its parent directories, for a staged one).
+    pub(super) fn insert_file(
+        &mut self,
+        path: String,
+        bytes: Arc<Vec<u8>>,
+        staged: bool,
+        now: u64,
+    ) {
+        let mut at = 0;
+        while let Some(slash) = path[at..].find('/') {
+            self.dirs.insert(path[..at + slash].to_owned());
+            at += slash + 1;
+        }
+        self.next_ino += 1;
+        self.files.insert(
+            path,
+            MemFile {
+                bytes,
+                staged,
+                mtime: now,
+                ino: self.next_ino,
+            },
+        );
+    }
+
+    /// Whether the tree holds anything.
+    pub(super) fn is_empty(&self) -> bool {
+        self.dirs.is_empty() && self.files.is_empty()
+    }
+
+    /// The file `path`, which a descriptor is open on.
+    pub(super) fn file(&self, path: &str) -> Result<&MemFile, Errno> {
+        self.files.get(path).ok_or(Errno::BADF)
+    }
+
+    pub(super) fn file_mut(&mut self, path: &str) -> Result<&mut MemFile, Errno> {
+        self.files.get_mut(path).ok_or(Errno::BADF)
+    }
+}
+
+impl MemFile {
+    /// Copies from `at` into `buf`, as much as fits; 0 at or past the end.
+    pub(super) fn read_at(&self, buf: &mut [u8], at: u64) -> usize {
+        let start = usize::try_from(at)
+            .unwrap_or(usize::MAX)
+            .min(self.bytes.len());
+        let n = buf.len().min(self.bytes.len() - start);
+        buf[..n].copy_from_slice(&self.bytes[start..start + n]);
+        n
+    }
+
+    /// Writes `data` at `at`, zero-filling any gap. The caller has checked that the file may
+    /// grow to `at + data.len()`.
+    pub(super) fn write_at(&mut self, data: &[u8], at: usize, now: u64) {
+        let bytes = Arc::make_mut(&mut self.bytes);
+        let end = at + data.len();
+        if bytes.len() < end {
+            bytes.resize(end, 0);
+        }
+        bytes[at..end].copy_from_slice(data);
+        self.mtime = now;
+    }
+
+    pub(super) fn set_len(&mut self, len: usize, now: u64) {
+        Arc::make_mut(&mut self.bytes).resize(len, 0);
+        self.mtime = now;
+    }
+
+    /// The file's `filestat`: a regular file with one link.
+    pub(super) fn filestat(&self) -> [u8; 64] {
+        let mut buf = [0u8; 64];
+        buf[8..16].copy_from_slice(&self.ino.to_le_bytes());
+        buf[16] = super::FILETYPE_REGULAR_FILE;
+        buf[24..32].copy_from_slice(&1u64.to_le_bytes());
+        buf[32..40].copy_from_slice(&(self.bytes.len() as u64).to_le_bytes());
+        for time in [40, 48, 56] {
+            buf[time..time + 8].copy_from_slice(&self.mtime.to_le_bytes());
+        }
+        buf
+    }
+}
+
+/// A directory's `filestat` in the tree, its times `now`.
+pub(super) fn dir_filestat(now: u64) -> [u8; 64] {
+    let mut buf = [0u8; 64];
+    buf[16] = super::FILETYPE_DIRECTORY;
+    buf[24..32].copy_from_slice(&1u64.to_le_bytes());
+    for time in [40, 48, 56] {
+        buf[time..time + 8].copy_from_slice(&now.to_le_bytes());
+    }
+    buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_relative_paths_are_resolved_in_memory() {
+        for path in ["out", "out/part-001.pdf", "a/b/c"] {
+            assert_eq!(plain(path), Some(path));
+        }
+        for path in [
+            "", ".", "..", "out/", "/out", "out//x", "./out", "out/../x", "out/.",
+        ] {
+            assert_eq!(plain(path), None, "{path:?}");
+        }
+    }
+
+    #[test]
+    fn lookup_tells_files_dirs_and_missing_parents_apart() {
+        let mut tree = MemTemp::default();
+        tree.insert_file("in/a.pdf".to_owned(), Arc::new(b"pdf".to_vec()), true, 1);
+        assert_eq!(tree.lookup("in"), Lookup::Dir);
+        assert_eq!(tree.lookup("in/a.pdf"), Lookup::File);
+        assert_eq!(tree.lookup("in/b.pdf"), Lookup::Missing);
+        assert_eq!(tree.lookup("out"), Lookup::Missing);
+        assert_eq!(tree.lookup("out/x"), Lookup::NoParent);
+        assert_eq!(tree.lookup("in/a.pdf/x"), Lookup::ParentNotDir);
+    }
+
+    #[test]
+    fn writes_past_the_end_fill_the_gap_with_zeros() {
+        let mut file = MemFile {
+            bytes: Arc::new(b"ab".to_vec()),
+            staged: false,
+            mtime: 0,
+            ino: 1,
+        };
+        file.write_at(b"z", 4, 7);
+        assert_eq!(file.bytes.as_slice(), b"ab\0\0z");
+        let mut buf = [0u8; 8];
+        assert_eq!(file.read_at(&mut buf, 1), 4);
+        assert_eq!(&buf[..4], b"b\0\0z");
+        assert_eq!(file.read_at(&mut buf, 9), 0);
+        file.set_len(1, 8);
+        assert_eq!(file.bytes.as_slice(), b"a");
+        assert_eq!(file.mtime, 8);
+    }
+}
