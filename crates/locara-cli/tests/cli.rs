@@ -1716,14 +1716,16 @@ fn tools_export_prints_the_code_mode_api_in_typescript_and_python() {
 }
 
 /// `--temp-dir` (and `LOCARA_TEMP_DIR`) is where a call's temp dir is made: a program that
-/// writes in `/tmp` creates it there, and it is gone when the call ends.
+/// renames a file in `/tmp` (which the host cannot do while it holds the temp dir in memory)
+/// creates it there, and it is gone when the call ends.
 #[test]
 fn calls_make_their_temp_dirs_under_temp_dir() {
     let cli = Cli::new();
     let code = r#"local f = assert(io.open("/tmp/note.txt", "w"))
 f:write("kept for the call")
 f:close()
-return assert(io.open("/tmp/note.txt")):read("a")"#;
+assert(os.rename("/tmp/note.txt", "/tmp/kept.txt"))
+return assert(io.open("/tmp/kept.txt")):read("a")"#;
     let arg = format!("code={code}");
     let untouched = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1);
     let modified = |dir: &Path| std::fs::metadata(dir).unwrap().modified().unwrap();

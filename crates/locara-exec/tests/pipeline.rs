@@ -528,9 +528,10 @@ both!(dropping_the_call_future_cancels_the_call, |kind| {
         .await
         .unwrap();
     assert!(warm.output.is_some());
-    // Opens two files in /tmp, then sleeps past the manifest's 2 s deadline.
+    // Opens two files in /tmp, then sleeps past the manifest's 2 s deadline; `disk` has the
+    // temp dir made on disk (the host would otherwise keep it in memory), to be seen removed.
     let sleeper = probe_call(
-        json!({"op": "hold_fds", "count": 2, "ms": 60_000}),
+        json!({"op": "hold_fds", "count": 2, "ms": 60_000, "disk": true}),
         dir.path(),
     );
     let count = || std::fs::read_dir(temp_root.path()).unwrap().count();

@@ -131,10 +131,11 @@ async fn a_cancelled_run_leaves_nothing_behind() {
         .unwrap();
         assert!(locara.run(echo(dir.path())).await.unwrap().ok);
         let count = || std::fs::read_dir(temp_root.path()).unwrap().count();
-        // Holds two open files in its temp dir and sleeps past its 2 s deadline.
+        // Holds two open files in its temp dir and sleeps past its 2 s deadline; `disk` has
+        // the temp dir made on disk (else it stays in memory), to be seen removed.
         let holder = RunRequest::new(
             "test.probe",
-            json!({"op": "hold_fds", "count": 2, "ms": 60_000}),
+            json!({"op": "hold_fds", "count": 2, "ms": 60_000, "disk": true}),
         )
         .with_workspace(dir.path());
         let mut running = Box::pin(locara.run(holder));

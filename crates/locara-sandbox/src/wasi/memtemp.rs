@@ -10,9 +10,11 @@
 //! either way. The collected output files of a call that never left memory are taken from
 //! the tree; no host path is made, written, read back or removed for them.
 //!
-//! What the guest writes is held in memory up to [`MEM_TEMP_BYTES`] per call; a write past
-//! that moves the tree to disk first. Staged inputs are not counted: the request holds them
-//! already, and a staged file is never copied in memory (writing to one moves to disk).
+//! What the guest writes is held in memory up to [`MEM_TEMP_BYTES`] per call, counted as the
+//! bytes it grew files by (not given back by a truncation, so what is held is at most that);
+//! a write past it moves the tree to disk first. Staged inputs are not counted: the request
+//! holds them already, and a staged file is never copied in memory (writing to one moves the
+//! tree to disk).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
