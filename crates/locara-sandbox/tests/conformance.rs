@@ -1353,11 +1353,11 @@ backend_test!(
             .unwrap();
         assert_eq!(only_read.status, RunStatus::Exited(0));
         assert_eq!(stdout_json(&only_read), expected(json!({})));
-        let list = json!({"op": "list", "path": "/tmp/in"});
-        let listed = module
-            .run(list.to_string().as_bytes(), &Limits::default(), &caps)
+        let remove = json!({"op": "churn", "count": 2, "bytes": 1});
+        let removed = module
+            .run(remove.to_string().as_bytes(), &Limits::default(), &caps)
             .unwrap();
-        assert_eq!(stdout_json(&listed)["ok"], json!(false), "{listed:?}");
+        assert_eq!(removed.status, RunStatus::Exited(1), "{removed:?}");
 
         // Using the temp dir midway writes the staged file there: the open file reads on
         // from the same position, refuses writes like a read-only file, and is listed.
@@ -1432,8 +1432,47 @@ backend_test!(
             &Capabilities::new().collecting("out"),
         );
         assert_eq!(stdout_json(&outcome)["ok"], json!(false), "{outcome:?}");
-        // So must listing it.
-        let outcome = run(json!({"op": "list", "path": "/tmp"}), &Capabilities::new());
+        // So must a removal.
+        let outcome = run(
+            json!({"op": "churn", "count": 2, "bytes": 1}),
+            &Capabilities::new(),
+        );
+        assert_eq!(outcome.status, RunStatus::Exited(1), "{outcome:?}");
+        // Directories are listed from memory, the temp dir's own and those below it, with
+        // the staged files among what the guest made.
+        let staged = Capabilities::new()
+            .with_temp_file("in/data", b"staged".to_vec())
+            .collecting("out");
+        let steps = json!([
+            {"mkdir": "/tmp/out/sub"},
+            {"write": ["/tmp/out/a.txt", "a"]},
+            {"write": ["/tmp/out/sub/b.txt", "b"]},
+            {"list": "/tmp"},
+            {"list": "/tmp/out"},
+            {"list": "/tmp/out/sub"},
+            {"list": "/tmp/in"},
+        ]);
+        let outcome = run(json!({"op": "plant", "steps": steps}), &staged);
+        assert_eq!(
+            stdout_json(&outcome),
+            json!({"results": ["ok", "ok", "ok", "ok: in,out", "ok: a.txt,sub", "ok: b.txt", "ok: data"]}),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            files_of(&outcome),
+            [("a.txt", b"a".as_slice()), ("sub/b.txt", b"b".as_slice())]
+        );
+        for (path, entries) in [("/tmp", json!(["in"])), ("/tmp/in", json!(["data"]))] {
+            let outcome = run(json!({"op": "list", "path": path}), &staged);
+            assert_eq!(
+                stdout_json(&outcome),
+                json!({"ok": true, "entries": entries}),
+                "{path}"
+            );
+        }
+        let outcome = run(json!({"op": "list", "path": "/tmp/in/data"}), &staged);
+        assert_eq!(stdout_json(&outcome)["ok"], json!(false), "{outcome:?}");
+        let outcome = run(json!({"op": "list", "path": "/tmp/missing"}), &staged);
         assert_eq!(stdout_json(&outcome)["ok"], json!(false), "{outcome:?}");
         // A collected directory that the guest made a file is refused, as on disk.
         let outcome = run(

@@ -2,9 +2,9 @@
 //!
 //! Until a call does something this form does not model, its `/tmp` is a tree in memory:
 //! the staged input files, and the directories and regular files the guest creates with the
-//! common operations (open, create, truncate, read, write, seek, stat, make a directory).
-//! Anything else (listing a directory, removing, renaming, linking, opening a directory,
-//! a path with `.`, `..` or an empty component, writing to a staged input) first writes the
+//! common operations (open, create, truncate, read, write, seek, stat, make, open and list a
+//! directory). Anything else (removing, renaming, linking, a path with `..`, an empty
+//! component or a `.` inside it, writing to a staged input) first writes the
 //! tree to a real temp dir ([`super::WasiCtx::make_temp`]) and goes on there, with every open
 //! descriptor turned into a file at the same position, so the guest sees one file system
 //! either way. The collected output files of a call that never left memory are taken from
@@ -72,7 +72,8 @@ pub(super) struct MemDesc {
 }
 
 /// `path` if the tree can resolve it by itself: relative, its components neither empty nor
-/// `.` nor `..`. Anything else is resolved on disk.
+/// `.` nor `..`. Anything else is resolved on disk, but for `.` alone, which callers take as
+/// the directory they resolve from.
 pub(super) fn plain(path: &str) -> Option<&str> {
     let ok = !path.is_empty()
         && path
@@ -83,6 +84,9 @@ pub(super) fn plain(path: &str) -> Option<&str> {
 
 impl MemTemp {
     pub(super) fn lookup(&self, path: &str) -> Lookup {
+        if path.is_empty() {
+            return Lookup::Dir;
+        }
         if self.files.contains_key(path) {
             return Lookup::File;
         }
@@ -126,6 +130,39 @@ impl MemTemp {
                 ino: self.next_ino,
             },
         );
+    }
+
+    /// The entries of the directory `base` (`""` for the root) as `fd_readdir` lists them:
+    /// `.` and `..`, then every child by name.
+    pub(super) fn list(&self, base: &str) -> Vec<(String, u8, u64)> {
+        let prefix = if base.is_empty() {
+            String::new()
+        } else {
+            format!("{base}/")
+        };
+        let child = |path: &str| {
+            path.strip_prefix(prefix.as_str())
+                .filter(|name| !name.is_empty() && !name.contains('/'))
+                .map(str::to_owned)
+        };
+        let mut entries: Vec<(String, u8, u64)> = self
+            .dirs
+            .iter()
+            .filter_map(|path| Some((child(path)?, super::FILETYPE_DIRECTORY, dir_ino(path))))
+            .chain(self.files.iter().filter_map(|(path, file)| {
+                Some((child(path)?, super::FILETYPE_REGULAR_FILE, file.ino))
+            }))
+            .collect();
+        entries.sort();
+        // Every entry has an inode number: wasi-libc's `readdir` asks for one with `fstatat`
+        // when an entry comes without.
+        let parent = base.rsplit_once('/').map_or("", |(parent, _)| parent);
+        let mut listed = vec![
+            (".".to_owned(), super::FILETYPE_DIRECTORY, dir_ino(base)),
+            ("..".to_owned(), super::FILETYPE_DIRECTORY, dir_ino(parent)),
+        ];
+        listed.extend(entries);
+        listed
     }
 
     /// Whether the tree holds anything.
@@ -185,9 +222,20 @@ impl MemFile {
     }
 }
 
-/// A directory's `filestat` in the tree, its times `now`.
-pub(super) fn dir_filestat(now: u64) -> [u8; 64] {
+/// The inode number of the tree's directory `path` (`""` for the root): a hash of the path
+/// with the top bit set, so it is never 0 and never a file's (counted from 1).
+pub(super) fn dir_ino(path: &str) -> u64 {
+    // FNV-1a.
+    let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    hash | 1 << 63
+}
+
+/// The `filestat` of the tree's directory `path`, its times `now`.
+pub(super) fn dir_filestat(path: &str, now: u64) -> [u8; 64] {
     let mut buf = [0u8; 64];
+    buf[8..16].copy_from_slice(&dir_ino(path).to_le_bytes());
     buf[16] = super::FILETYPE_DIRECTORY;
     buf[24..32].copy_from_slice(&1u64.to_le_bytes());
     for time in [40, 48, 56] {

@@ -158,6 +158,8 @@ pub(crate) struct WasiCtx {
     /// The temp dir while it is held in memory ([`memtemp`]): the staged files and what the
     /// guest made there; written to a real temp dir by [`WasiCtx::make_temp`].
     mem: MemTemp,
+    /// The in-memory temp dir's own listing, while a guest reads it in several calls.
+    mem_root_entries: Vec<(String, u8, u64)>,
 }
 
 #[derive(Debug)]
@@ -179,6 +181,18 @@ enum Desc {
     /// memory; anything else creates the temp dir first, which makes it a [`Desc::File`] on
     /// the written file at the same position, so the guest sees one file either way.
     Mem(MemDesc),
+    /// A directory of the in-memory temp dir, opened: listed from memory, and a base for paths
+    /// like the temp dir itself. Anything else moves the temp dir to disk, which makes it a
+    /// [`Desc::Dir`] on the same directory.
+    MemDir(MemDirDesc),
+}
+
+#[derive(Debug)]
+struct MemDirDesc {
+    /// Relative to the temp dir.
+    path: String,
+    /// The directory's entries, taken when a listing starts at cookie 0.
+    entries: Vec<(String, u8, u64)>,
 }
 
 #[derive(Debug)]
@@ -271,6 +285,7 @@ impl WasiCtx {
                 rand_chacha::ChaCha20Rng::seed_from_u64(seed)
             }),
             mem: MemTemp::default(),
+            mem_root_entries: Vec::new(),
         }
     }
 
@@ -354,6 +369,19 @@ impl WasiCtx {
             handle.write(path, file.bytes.as_slice())?;
         }
         for slot in &mut self.table {
+            if let Some(Desc::MemDir(open)) = slot {
+                *slot = Some(Desc::Dir(DirDesc {
+                    dir: match open.path.as_str() {
+                        "" => handle.try_clone()?,
+                        path => handle.open_dir_nofollow(path)?,
+                    },
+                    preopen: None,
+                    writable: true,
+                    in_temp: true,
+                    entries: Vec::new(),
+                }));
+                continue;
+            }
             if let Some(Desc::Mem(open)) = slot {
                 let mut options = OpenOptions::new();
                 options
@@ -413,9 +441,10 @@ impl WasiCtx {
             .collect())
     }
 
-    /// Opens `path` under the in-memory temp dir `fd` if the memory form can: `Ok(None)` when
-    /// `fd` is not that dir or the open needs the disk (a directory, a path that is not
-    /// plain, flags other than append, writing to a staged file).
+    /// Opens `path` under `fd` (the in-memory temp dir or one of its directories) if the
+    /// memory form can: `Ok(None)` when `fd` is not in memory or the open needs the disk (a
+    /// path that is not plain, a directory opened with other flags, writing to a staged
+    /// file).
     fn open_in_memory(
         &mut self,
         fd: i32,
@@ -424,12 +453,22 @@ impl WasiCtx {
         rights: i64,
         fdflags: i32,
     ) -> Res<Option<Desc>> {
-        if !self.is_lazy(fd) || oflags & OFLAGS_DIRECTORY != 0 || fdflags & !FDFLAGS_APPEND != 0 {
-            return Ok(None);
-        }
-        let Some(path) = memtemp::plain(path) else {
+        // Of the descriptor flags only append means anything here, as on disk (where the
+        // others, `nonblock` that `opendir` passes among them, are not passed on either).
+        let Some(full) = self.mem_path(fd, path) else {
             return Ok(None);
         };
+        let path = full.as_str();
+        if oflags & OFLAGS_DIRECTORY != 0 {
+            if oflags != OFLAGS_DIRECTORY {
+                return Ok(None);
+            }
+            return match self.mem.lookup(path) {
+                Lookup::Dir => Ok(Some(mem_dir(full))),
+                Lookup::File | Lookup::ParentNotDir => Err(Errno::NOTDIR.into()),
+                Lookup::Missing | Lookup::NoParent => Err(Errno::NOENT.into()),
+            };
+        }
         let append = fdflags & FDFLAGS_APPEND != 0;
         let write = rights & (RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE) != 0
             || oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0
@@ -437,7 +476,7 @@ impl WasiCtx {
         let read = rights & (RIGHT_FD_READ | RIGHT_FD_READDIR) != 0 || !write;
         match self.mem.lookup(path) {
             Lookup::Dir if write => return Err(Errno::ISDIR.into()),
-            Lookup::Dir => return Ok(None),
+            Lookup::Dir => return Ok(Some(mem_dir(full))),
             Lookup::NoParent => return Err(Errno::NOENT.into()),
             Lookup::ParentNotDir => return Err(Errno::NOTDIR.into()),
             Lookup::File => {
@@ -470,12 +509,28 @@ impl WasiCtx {
         })))
     }
 
-    /// Whether `fd` is the call's temp dir while it is still in memory.
-    fn is_lazy(&self, fd: i32) -> bool {
-        usize::try_from(fd)
-            .ok()
-            .and_then(|fd| self.table.get(fd))
-            .is_some_and(|slot| matches!(slot, Some(Desc::LazyTemp)))
+    /// Where `fd` is in the in-memory temp dir, if it is that dir (`""`) or one of its
+    /// directories.
+    fn mem_base(&self, fd: i32) -> Option<&str> {
+        match usize::try_from(fd).ok().and_then(|fd| self.table.get(fd))? {
+            Some(Desc::LazyTemp) => Some(""),
+            Some(Desc::MemDir(dir)) => Some(&dir.path),
+            _ => None,
+        }
+    }
+
+    /// `path` under the in-memory directory `fd`, relative to the temp dir; `None` when `fd`
+    /// is not in memory or `path` is not plain ([`memtemp::plain`]).
+    fn mem_path(&self, fd: i32, path: &str) -> Option<String> {
+        let base = self.mem_base(fd)?;
+        if path == "." {
+            return Some(base.to_owned());
+        }
+        let path = memtemp::plain(path)?;
+        match base {
+            "" => Some(path.to_owned()),
+            base => Some(format!("{base}/{path}")),
+        }
     }
 
     /// The in-memory file open at `fd`, with the tree it is in; `None` for any other
@@ -554,7 +609,12 @@ impl WasiCtx {
             .filter(|(_, desc)| {
                 matches!(
                     desc,
-                    Some(Desc::File(_) | Desc::Mem(_) | Desc::Dir(DirDesc { preopen: None, .. }))
+                    Some(
+                        Desc::File(_)
+                            | Desc::Mem(_)
+                            | Desc::MemDir(_)
+                            | Desc::Dir(DirDesc { preopen: None, .. })
+                    )
                 )
             })
             .map(|(fd, _)| fd)
@@ -610,7 +670,10 @@ impl WasiCtx {
     /// The descriptor at `fd`, moving the temp dir to disk if `fd` is it or one of its files
     /// while it is in memory: what the caller does next is done on disk.
     fn desc(&mut self, fd: i32) -> Res<&mut Desc> {
-        if matches!(self.raw_desc(fd)?, Desc::LazyTemp | Desc::Mem(_)) {
+        if matches!(
+            self.raw_desc(fd)?,
+            Desc::LazyTemp | Desc::Mem(_) | Desc::MemDir(_)
+        ) {
             self.make_temp()?;
         }
         self.raw_desc(fd)
@@ -854,6 +917,14 @@ fn filetype(ty: cap_std::fs::FileType) -> u8 {
     }
 }
 
+/// A descriptor on the in-memory directory `path`.
+fn mem_dir(path: String) -> Desc {
+    Desc::MemDir(MemDirDesc {
+        path,
+        entries: Vec::new(),
+    })
+}
+
 /// Now, in nanoseconds since the epoch.
 fn now() -> u64 {
     nanos(Ok(SystemTime::now()))
@@ -1053,7 +1124,7 @@ pub(crate) fn fd_fdstat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i32
         Desc::Stdin | Desc::Stdout | Desc::Stderr | Desc::Channel(_) => {
             (FILETYPE_CHARACTER_DEVICE, 0u16)
         }
-        Desc::LazyTemp => (FILETYPE_DIRECTORY, 0),
+        Desc::LazyTemp | Desc::MemDir(_) => (FILETYPE_DIRECTORY, 0),
         Desc::Dir(_) => (FILETYPE_DIRECTORY, 0),
         Desc::File(f) => (
             FILETYPE_REGULAR_FILE,
@@ -1105,8 +1176,8 @@ pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i
         put(mem, out, &tree.file(&open.path)?.filestat())?;
         return Ok(());
     }
-    if ctx.is_lazy(fd) {
-        put(mem, out, &memtemp::dir_filestat(now()))?;
+    if let Some(base) = ctx.mem_base(fd) {
+        put(mem, out, &memtemp::dir_filestat(base, now()))?;
         return Ok(());
     }
     let meta = match ctx.desc(fd)? {
@@ -1120,7 +1191,7 @@ pub(crate) fn fd_filestat_get(ctx: &mut WasiCtx, mem: &mut [u8], fd: i32, out: i
         Desc::File(f) => Metadata::from_file(&f.file)?,
         // `desc` has just moved the temp dir to disk; neither it nor a file in memory is
         // returned.
-        Desc::LazyTemp | Desc::Mem(_) => return Err(Errno::BADF.into()),
+        Desc::LazyTemp | Desc::Mem(_) | Desc::MemDir(_) => return Err(Errno::BADF.into()),
     };
     put_filestat(mem, out, &meta)?;
     Ok(())
@@ -1372,6 +1443,25 @@ pub(crate) fn fd_readdir(
     cookie: i64,
     out: i32,
 ) -> Res {
+    if let Some(base) = ctx.mem_base(fd).map(str::to_owned) {
+        let fd = fd as usize;
+        let kept = match &ctx.table[fd] {
+            Some(Desc::MemDir(dir)) => &dir.entries,
+            _ => &ctx.mem_root_entries,
+        };
+        if cookie == 0 || kept.is_empty() {
+            let listed = ctx.mem.list(&base);
+            match &mut ctx.table[fd] {
+                Some(Desc::MemDir(dir)) => dir.entries = listed,
+                _ => ctx.mem_root_entries = listed,
+            }
+        }
+        let entries = match &ctx.table[fd] {
+            Some(Desc::MemDir(dir)) => &dir.entries,
+            _ => &ctx.mem_root_entries,
+        };
+        return put_dirents(mem, entries, buf, len, cookie, out);
+    }
     let dir = ctx.dir(fd)?;
     if cookie == 0 || dir.entries.is_empty() {
         let mut entries = vec![
@@ -1387,10 +1477,24 @@ pub(crate) fn fd_readdir(
         entries[2..].sort();
         dir.entries = entries;
     }
+    let entries = &dir.entries;
+    put_dirents(mem, entries, buf, len, cookie, out)
+}
+
+/// Writes `entries` from `cookie` on into the guest's `buf` of `len` bytes as `dirent`s, and
+/// how many bytes were written at `out`.
+fn put_dirents(
+    mem: &mut [u8],
+    entries: &[(String, u8, u64)],
+    buf: i32,
+    len: i32,
+    cookie: i64,
+    out: i32,
+) -> Res {
     let capacity = len as u32 as usize;
     let mut written = Vec::with_capacity(capacity.min(1 << 16));
     let start = usize::try_from(cookie).map_err(|_| Errno::INVAL)?;
-    for (i, (name, ty, ino)) in dir.entries.iter().enumerate().skip(start) {
+    for (i, (name, ty, ino)) in entries.iter().enumerate().skip(start) {
         if written.len() >= capacity {
             break;
         }
@@ -1475,16 +1579,14 @@ pub(crate) fn path_create_directory(
     len: i32,
 ) -> Res {
     let path = path(mem, p, len)?;
-    if ctx.is_lazy(fd)
-        && let Some(path) = memtemp::plain(path)
-    {
-        return match ctx.mem.lookup(path) {
+    if let Some(full) = ctx.mem_path(fd, path) {
+        return match ctx.mem.lookup(&full) {
             Lookup::File | Lookup::Dir => Err(Errno::EXIST.into()),
             Lookup::NoParent => Err(Errno::NOENT.into()),
             Lookup::ParentNotDir => Err(Errno::NOTDIR.into()),
             Lookup::Missing => {
                 ctx.charge_temp(TEMP_ENTRY_BYTES)?;
-                ctx.mem.dirs.insert(path.to_owned());
+                ctx.mem.dirs.insert(full);
                 Ok(())
             }
         };
@@ -1503,13 +1605,11 @@ pub(crate) fn path_filestat_get(
     out: i32,
 ) -> Res {
     let path = path(mem, p, len)?.to_owned();
-    if ctx.is_lazy(fd)
-        && let Some(plain) = memtemp::plain(&path)
-    {
+    if let Some(full) = ctx.mem_path(fd, &path) {
         // Nothing in memory is a link, so following links or not is the same.
-        let stat = match ctx.mem.lookup(plain) {
-            Lookup::File => ctx.mem.file(plain)?.filestat(),
-            Lookup::Dir => memtemp::dir_filestat(now()),
+        let stat = match ctx.mem.lookup(&full) {
+            Lookup::File => ctx.mem.file(&full)?.filestat(),
+            Lookup::Dir => memtemp::dir_filestat(&full, now()),
             Lookup::Missing | Lookup::NoParent => return Err(Errno::NOENT.into()),
             Lookup::ParentNotDir => return Err(Errno::NOTDIR.into()),
         };

@@ -34,18 +34,19 @@
 //! | `random_big`   | `bytes`                     | asks for `bytes` random bytes in one call         |
 //! | `abi_abuse`    |                             | calls WASI with bad pointers, ids and counts      |
 //! | `paths`        | `paths`, `content`          | reads (and writes `content` to) each path         |
-//! | `plant`        | `steps`                     | makes dirs, files, symlinks and hard links in order |
+//! | `plant`        | `steps`                     | makes dirs, files, symlinks and hard links in order (and lists dirs: `ok: a,b`) |
 //! | `service`      | `service`, `request`, `buf` | asks a host service (`locara_host`), reading the answer into a `buf`-byte buffer (default: its length) |
 //! | `channel`      | `lines`                     | writes the strings `lines`, each ended by a newline, to the host channel in one write, then prints `{"answers": …}`, all it reads back |
 //! | `grow`         | `path`, `chunk`, `count`    | writes `count` chunks of `chunk` bytes (chunk `i` all `i % 251`) to a new file at `path`, then reads it back from the start and checks it |
-//! | `staged`       | `path`, `touch`             | reads the file at `path` every way a reader does (stat, read, seek, tell, pread); with `touch`, writes `/tmp/out/touched` after its first 4 bytes, then tries to write to it and lists its directory |
+//! | `staged`       | `path`, `touch`             | reads the file at `path` every way a reader does (stat, read, seek, tell, pread); with `touch`, writes `/tmp/out/touched` and creates and removes `/tmp/out/gone` after its first 4 bytes, then tries to write to it and lists its directory |
 //!
 //! `spin` takes an optional `path`: a file it writes in `/tmp` first, so that a stopped call
 //! has a temp dir to clean up.
 //!
-//! Any op takes `"disk": true`: the probe lists `/tmp` before anything else, which the host
-//! cannot do in memory, so the call's temp dir is made on disk from the start (the host keeps
-//! it in memory until a call needs the disk), and tests can see what becomes of it.
+//! Any op takes `"disk": true`: the probe first creates and removes `/tmp/.disk`, which the
+//! host cannot do in memory (it removes nothing there), so the call's temp dir is made on disk
+//! from the start (the host keeps it in memory until a call needs the disk), and tests can see
+//! what becomes of it.
 
 use std::hint::black_box;
 use std::io::{self, Read, Write};
@@ -68,9 +69,10 @@ fn main() {
         .unwrap_or("")
         .to_owned();
     if input.get("disk") == Some(&Value::Bool(true))
-        && let Err(e) = std::fs::read_dir("/tmp")
+        && let Err(e) =
+            std::fs::write("/tmp/.disk", b"").and_then(|()| std::fs::remove_file("/tmp/.disk"))
     {
-        fail(1, &format!("cannot list /tmp: {e}"));
+        fail(1, &format!("cannot create and remove /tmp/.disk: {e}"));
     }
     match op.as_str() {
         "echo" => emit(&json!({ "echo": input })),
@@ -362,6 +364,9 @@ fn staged(path: &str, touch: bool) {
         if touch {
             std::fs::create_dir_all("/tmp/out")?;
             std::fs::write("/tmp/out/touched", b"t")?;
+            // A removal: the host cannot do it in memory, so the temp dir goes to disk here.
+            std::fs::write("/tmp/out/gone", b"")?;
+            std::fs::remove_file("/tmp/out/gone")?;
             report.insert("write_refused".into(), json!(file.write(b"x").is_err()));
             let mut names =
                 std::fs::read_dir(std::path::Path::new(path).parent().unwrap_or("/".as_ref()))?
@@ -622,6 +627,19 @@ fn plant(input: &Value) {
             std::fs::remove_file(p)
         } else if let Some(p) = step.get("rmdir").and_then(Value::as_str) {
             std::fs::remove_dir_all(p)
+        } else if let Some(p) = step.get("list").and_then(Value::as_str) {
+            let listed = std::fs::read_dir(p).and_then(|entries| {
+                let mut names = entries
+                    .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect::<io::Result<Vec<_>>>()?;
+                names.sort();
+                Ok(names)
+            });
+            results.push(match listed {
+                Ok(names) => format!("ok: {}", names.join(",")),
+                Err(e) => format!("err: {e}"),
+            });
+            continue;
         } else {
             Err(io::Error::other(format!("unknown step {step}")))
         };
