@@ -1376,11 +1376,19 @@ backend_test!(
     }
 );
 
-/// What the probe's `grow` op writes: `count` chunks of `chunk` bytes, chunk `i` all `i % 251`.
-fn grown(chunk: usize, count: usize) -> Vec<u8> {
-    (0..count)
+/// Asserts that the probe's `grow` op read back intact the `count` chunks of `chunk` bytes it
+/// wrote to `/tmp/out/big` (chunk `i` all `i % 251`), and that the host collected them, byte
+/// for byte, from `out`.
+fn assert_grown(outcome: &RunOutcome, chunk: usize, count: usize) {
+    assert_eq!(
+        stdout_json(outcome),
+        json!({"ok": true, "report": {"len": chunk * count, "intact": true}}),
+        "{outcome:?}"
+    );
+    let written: Vec<u8> = (0..count)
         .flat_map(|i| vec![(i % 251) as u8; chunk])
-        .collect()
+        .collect();
+    assert_eq!(files_of(outcome), [("big", written.as_slice())]);
 }
 
 backend_test!(
@@ -1417,15 +1425,7 @@ backend_test!(
             json!({"op": "grow", "path": "/tmp/out/big", "chunk": chunk, "count": count}),
             &Capabilities::new().collecting("out"),
         );
-        assert_eq!(
-            stdout_json(&outcome),
-            json!({"ok": true, "report": {"len": chunk * count, "intact": true}}),
-            "{outcome:?}"
-        );
-        assert_eq!(
-            files_of(&outcome),
-            [("big", grown(chunk, count).as_slice())]
-        );
+        assert_grown(&outcome, chunk, count);
         // One chunk more passes the bound: the temp dir must go to disk, which fails here.
         let outcome = run(
             json!({"op": "grow", "path": "/tmp/out/big", "chunk": chunk, "count": count + 1}),
@@ -1511,15 +1511,7 @@ backend_test!(
             )
             .unwrap();
         assert_eq!(outcome.status, RunStatus::Exited(0));
-        assert_eq!(
-            stdout_json(&outcome),
-            json!({"ok": true, "report": {"len": chunk * count, "intact": true}}),
-            "{outcome:?}"
-        );
-        assert_eq!(
-            files_of(&outcome),
-            [("big", grown(chunk, count).as_slice())]
-        );
+        assert_grown(&outcome, chunk, count);
         assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
     }
 );
