@@ -115,6 +115,11 @@ fn main() -> Result<()> {
     };
     let pooled = mode == POOLED;
     let inputs = tempfile::tempdir()?;
+    // Where the native calls write their files: one directory for the run, each call
+    // overwriting the files of the one before. A directory made and removed per call would
+    // charge the native side a cost the sandbox no longer has (its temp dir stays in memory),
+    // and one that grows with the disk's churn (ext4 skipping recently deleted inodes).
+    let native_out = tempfile::tempdir()?;
     let manual = Path::new("/usr/share/doc/libtasn1-doc/libtasn1.pdf");
     std::fs::copy(manual, inputs.path().join("manual.pdf")).map_err(|e| {
         format_err!("the libtasn1 manual (Debian's libtasn1-doc, `.ci/test-deps`): {e}")
@@ -273,7 +278,7 @@ fn main() -> Result<()> {
 
         // Compile (or load from the cache) before measuring, and check both agree.
         let in_sandbox = sandbox_call(&rt, &locara, case.tool, &sandboxed, None)?;
-        let natively = native_call(case, &native_args, inputs.path())?;
+        let natively = native_call(case, &native_args, inputs.path(), native_out.path())?;
         let not_metered = sandbox_call(&rt, &unmetered, case.tool, &sandboxed, None)?;
         let from_workspace = sandbox_call(&rt, &locara, case.tool, &native_args, by_path)?;
         let guest_models = case
@@ -301,7 +306,7 @@ fn main() -> Result<()> {
             sandbox_call(&rt, &locara, case.tool, &sandboxed, None)?;
             sandbox_call(&rt, &unmetered, case.tool, &sandboxed, None)?;
             sandbox_call(&rt, &locara, case.tool, &native_args, by_path)?;
-            native_call(case, &native_args, inputs.path())?;
+            native_call(case, &native_args, inputs.path(), native_out.path())?;
         }
         let (mut sandbox_times, mut unmetered_times, mut native_times) =
             (Vec::new(), Vec::new(), Vec::new());
@@ -330,7 +335,7 @@ fn main() -> Result<()> {
             }
             let arguments = native_args.clone();
             let started = Instant::now();
-            native_run(case, arguments, inputs.path())?;
+            native_run(case, arguments, inputs.path(), native_out.path())?;
             native_times.push(started.elapsed());
         }
         let sandbox = row(format!("{} sandbox (wasmtime)", case.name), &sandbox_times);
@@ -473,15 +478,14 @@ fn run(rt: &Runtime, locara: &Locara, request: RunRequest) -> Result<Value> {
         .ok_or_else(|| format_err!("{tool} failed in the sandbox: {:?}", response.error))
 }
 
-/// One native call, writing its files into a fresh directory like the sandbox's `/tmp/out`.
-fn native_call(case: &Case, arguments: &Value, root: &Path) -> Result<Value> {
-    native_run(case, arguments.clone(), root)
+/// One native call, writing its files into `out` (overwriting those of the call before).
+fn native_call(case: &Case, arguments: &Value, root: &Path, out: &Path) -> Result<Value> {
+    native_run(case, arguments.clone(), root, out)
 }
 
 /// [`native_call`] with arguments of its own.
-fn native_run(case: &Case, arguments: Value, root: &Path) -> Result<Value> {
-    let out = tempfile::tempdir()?;
-    (case.native)(arguments, root, &OutDir::at(out.path()))
+fn native_run(case: &Case, arguments: Value, root: &Path, out: &Path) -> Result<Value> {
+    (case.native)(arguments, root, &OutDir::at(out))
         .map_err(|e| format_err!("{} failed natively: {e}", case.tool))
 }
 
