@@ -82,6 +82,11 @@ pub(super) fn plain(path: &str) -> Option<&str> {
     ok.then_some(path)
 }
 
+/// The directories above `path`, outermost first: `a` and `a/b` for `a/b/c`.
+pub(super) fn parents(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/').map(|(slash, _)| &path[..slash])
+}
+
 impl MemTemp {
     pub(super) fn lookup(&self, path: &str) -> Lookup {
         if path.is_empty() {
@@ -93,16 +98,13 @@ impl MemTemp {
         if self.dirs.contains(path) {
             return Lookup::Dir;
         }
-        let mut at = 0;
-        while let Some(slash) = path[at..].find('/') {
-            let parent = &path[..at + slash];
+        for parent in parents(path) {
             if self.files.contains_key(parent) {
                 return Lookup::ParentNotDir;
             }
             if !self.dirs.contains(parent) {
                 return Lookup::NoParent;
             }
-            at += slash + 1;
         }
         Lookup::Missing
     }
@@ -115,10 +117,8 @@ impl MemTemp {
         staged: bool,
         now: u64,
     ) {
-        let mut at = 0;
-        while let Some(slash) = path[at..].find('/') {
-            self.dirs.insert(path[..at + slash].to_owned());
-            at += slash + 1;
+        for parent in parents(&path) {
+            self.dirs.insert(parent.to_owned());
         }
         self.next_ino += 1;
         self.files.insert(
@@ -258,6 +258,12 @@ mod tests {
         ] {
             assert_eq!(plain(path), None, "{path:?}");
         }
+    }
+
+    #[test]
+    fn parents_are_every_directory_above_a_path() {
+        assert_eq!(parents("a/b/c").collect::<Vec<_>>(), ["a", "a/b"]);
+        assert_eq!(parents("a").count(), 0);
     }
 
     #[test]

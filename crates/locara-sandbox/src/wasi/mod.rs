@@ -410,16 +410,11 @@ impl WasiCtx {
         &mut self,
         dir: &str,
     ) -> Result<Vec<(String, SharedBytes)>, String> {
-        let mut at = 0;
-        loop {
-            let end = dir[at..].find('/').map_or(dir.len(), |slash| at + slash);
-            if self.mem.files.contains_key(&dir[..end]) {
-                return Err(format!("/{}", &dir[..end]));
-            }
-            if end == dir.len() {
-                break;
-            }
-            at = end + 1;
+        let file = memtemp::parents(dir)
+            .chain([dir])
+            .find(|walked| self.mem.files.contains_key(*walked));
+        if let Some(file) = file {
+            return Err(format!("/{file}"));
         }
         if !self.mem.dirs.contains(dir) {
             return Ok(Vec::new());
@@ -469,11 +464,7 @@ impl WasiCtx {
                 Lookup::Missing | Lookup::NoParent => Err(Errno::NOENT.into()),
             };
         }
-        let append = fdflags & FDFLAGS_APPEND != 0;
-        let write = rights & (RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE) != 0
-            || oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0
-            || append;
-        let read = rights & (RIGHT_FD_READ | RIGHT_FD_READDIR) != 0 || !write;
+        let (read, write, append) = open_mode(oflags, rights, fdflags);
         match self.mem.lookup(path) {
             Lookup::Dir if write => return Err(Errno::ISDIR.into()),
             Lookup::Dir => return Ok(Some(mem_dir(full))),
@@ -915,6 +906,18 @@ fn filetype(ty: cap_std::fs::FileType) -> u8 {
     } else {
         FILETYPE_UNKNOWN
     }
+}
+
+/// How `path_open` opens a file, in memory or on disk alike: `(read, write, append)`. It
+/// writes when asked for a writing right, or to create, truncate or append; it reads when
+/// asked for a reading right, or when it does not write.
+fn open_mode(oflags: i32, rights: i64, fdflags: i32) -> (bool, bool, bool) {
+    let append = fdflags & FDFLAGS_APPEND != 0;
+    let write = rights & (RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE) != 0
+        || oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0
+        || append;
+    let read = rights & (RIGHT_FD_READ | RIGHT_FD_READDIR) != 0 || !write;
+    (read, write, append)
 }
 
 /// A descriptor on the in-memory directory `path`.
@@ -1444,22 +1447,20 @@ pub(crate) fn fd_readdir(
     out: i32,
 ) -> Res {
     if let Some(base) = ctx.mem_base(fd).map(str::to_owned) {
-        let fd = fd as usize;
-        let kept = match &ctx.table[fd] {
-            Some(Desc::MemDir(dir)) => &dir.entries,
-            _ => &ctx.mem_root_entries,
+        let WasiCtx {
+            table,
+            mem: tree,
+            mem_root_entries,
+            ..
+        } = ctx;
+        // `mem_base` found `fd` in the table: the temp dir itself, or a directory in it.
+        let entries = match &mut table[fd as usize] {
+            Some(Desc::MemDir(dir)) => &mut dir.entries,
+            _ => mem_root_entries,
         };
-        if cookie == 0 || kept.is_empty() {
-            let listed = ctx.mem.list(&base);
-            match &mut ctx.table[fd] {
-                Some(Desc::MemDir(dir)) => dir.entries = listed,
-                _ => ctx.mem_root_entries = listed,
-            }
+        if cookie == 0 || entries.is_empty() {
+            *entries = tree.list(&base);
         }
-        let entries = match &ctx.table[fd] {
-            Some(Desc::MemDir(dir)) => &dir.entries,
-            _ => &ctx.mem_root_entries,
-        };
         return put_dirents(mem, entries, buf, len, cookie, out);
     }
     let dir = ctx.dir(fd)?;
@@ -1477,8 +1478,7 @@ pub(crate) fn fd_readdir(
         entries[2..].sort();
         dir.entries = entries;
     }
-    let entries = &dir.entries;
-    put_dirents(mem, entries, buf, len, cookie, out)
+    put_dirents(mem, &dir.entries, buf, len, cookie, out)
 }
 
 /// Writes `entries` from `cookie` on into the guest's `buf` of `len` bytes as `dirent`s, and
@@ -1709,11 +1709,7 @@ pub(crate) fn path_open(
     } else {
         FollowSymlinks::No
     };
-    let append = fdflags & FDFLAGS_APPEND != 0;
-    let write = rights & (RIGHT_FD_WRITE | RIGHT_FD_ALLOCATE | RIGHT_FD_FILESTAT_SET_SIZE) != 0
-        || oflags & (OFLAGS_CREAT | OFLAGS_TRUNC) != 0
-        || append;
-    let read = rights & (RIGHT_FD_READ | RIGHT_FD_READDIR) != 0 || !write;
+    let (read, write, append) = open_mode(oflags, rights, fdflags);
     if write && !parent.writable {
         return Err(Errno::ROFS.into());
     }
