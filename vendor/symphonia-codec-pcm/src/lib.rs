@@ -272,16 +272,36 @@ fn is_supported_pcm_codec(codec_type: CodecType) -> bool {
 /// LOCARA-PATCH: fills `buf` with the whole interleaved frames of 16-bit little-endian `data`,
 /// at most its capacity, each sample shifted left by `shift`: what `read_pcm_signed!` with
 /// `read_i16` leaves (`fill` stops at the first sample it cannot read, so a trailing partial
-/// frame is dropped), in one pass per channel.
+/// frame is dropped), in one pass per channel. Mono and stereo, most files, have loops of
+/// their own over frames of a size known when compiling, which the compiler turns into vector
+/// loads and shuffles (WebAssembly's `simd128` in the sandbox); any other layout takes the
+/// general loop, whose frame size is only known at run time.
 fn read_s16le(buf: &mut AudioBuffer<i16>, data: &[u8], shift: u32) {
     let channels = buf.spec().channels.count();
     let frame_bytes = 2 * channels;
     let frames = (data.len() / frame_bytes).min(buf.capacity());
     buf.clear();
     buf.render_reserved(Some(frames));
-    for (c, plane) in buf.planes_mut().planes().iter_mut().enumerate() {
-        for (sample, frame) in plane.iter_mut().zip(data.chunks_exact(frame_bytes)) {
-            *sample = i16::from_le_bytes([frame[2 * c], frame[2 * c + 1]]) << shift;
+    let data = &data[..frames * frame_bytes];
+    let sample = |low: u8, high: u8| i16::from_le_bytes([low, high]) << shift;
+    match buf.planes_mut().planes() {
+        [mono] => {
+            for (s, b) in mono.iter_mut().zip(data.chunks_exact(2)) {
+                *s = sample(b[0], b[1]);
+            }
+        }
+        [left, right] => {
+            for ((l, r), b) in left.iter_mut().zip(right.iter_mut()).zip(data.chunks_exact(4)) {
+                *l = sample(b[0], b[1]);
+                *r = sample(b[2], b[3]);
+            }
+        }
+        planes => {
+            for (c, plane) in planes.iter_mut().enumerate() {
+                for (s, b) in plane.iter_mut().zip(data.chunks_exact(frame_bytes)) {
+                    *s = sample(b[2 * c], b[2 * c + 1]);
+                }
+            }
         }
     }
 }
