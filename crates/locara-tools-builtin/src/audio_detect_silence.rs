@@ -369,6 +369,51 @@ fn square_sum<S: Copy + IntoSample<f32>>(sum: f64, samples: &[S]) -> f64 {
         .fold(sum, |sum, &s| sum + square(s))
 }
 
+/// A sample type whose squares [`Analyser::push`] sums: [`square_sum`] for every type, and for
+/// 16-bit samples (most WAV files) the same sum computed exactly in integers.
+trait Squares: Copy + IntoSample<f32> {
+    fn square_sum(sum: f64, samples: &[Self]) -> f64 {
+        square_sum(sum, samples)
+    }
+}
+
+impl Squares for u8 {}
+impl Squares for u16 {}
+impl Squares for symphonia::core::sample::u24 {}
+impl Squares for u32 {}
+impl Squares for i8 {}
+impl Squares for symphonia::core::sample::i24 {}
+impl Squares for i32 {}
+impl Squares for f32 {}
+impl Squares for f64 {}
+
+/// 2³⁰: a 16-bit sample `s` is `s × 2⁻¹⁵` as `f32` (symphonia's `s as f32 / 32768.0`, exact),
+/// so its square is `s² × 2⁻³⁰`, exact in `f64`.
+const TWO_POW_30: f64 = (1u64 << 30) as f64;
+
+impl Squares for i16 {
+    /// [`square_sum`] to the bit, in a loop that vectorises. Each square is a multiple of 2⁻³⁰
+    /// of at most 1, so when `sum` is such a multiple too and `sum` plus one per sample stays
+    /// below 2²³, every partial sum of the generic loop is a multiple of 2⁻³⁰ below 2²³ (53
+    /// bits), exact, and the result is the exact sum whatever the order of the additions.
+    /// Here the squares `s²` are summed as integers and added to `sum` once; any other `sum`
+    /// (a frame's starts at 0, so only a frame of 2²³ samples or more) takes the generic loop.
+    /// The generic loop, bound by the latency of one `f64` addition after another, was most
+    /// of a WAV file's time natively and in the sandbox.
+    fn square_sum(sum: f64, samples: &[i16]) -> f64 {
+        const EXACT_BELOW: f64 = (1u64 << 23) as f64;
+        let exact = (sum * TWO_POW_30).fract() == 0.0 && sum + (samples.len() as f64) < EXACT_BELOW;
+        if samples.is_empty() || !exact {
+            return square_sum(sum, samples);
+        }
+        let squares: u64 = samples
+            .iter()
+            .map(|&s| u64::from(i32::from(s).unsigned_abs().pow(2)))
+            .sum();
+        sum + squares as f64 / TWO_POW_30
+    }
+}
+
 /// `sum` plus the square of each sample frame's mean over the channels, for the frames in
 /// `stretch`.
 #[inline(never)]
@@ -692,7 +737,7 @@ impl Analyser {
     /// `SampleBuffer<f32>` would (so no interleaved copy is made first): up to the end of the
     /// current analysis frame at a time, each sum kept in a local across that stretch and
     /// added in sample order.
-    fn push<S: Copy + IntoSample<f32>>(&mut self, planes: &[&[S]]) {
+    fn push<S: Squares>(&mut self, planes: &[&[S]]) {
         let frames = planes.first().map_or(0, |plane| plane.len());
         debug_assert_eq!(planes.len(), self.channels);
         let mut at = 0;
@@ -703,15 +748,15 @@ impl Analyser {
                 // One channel mixed is the channel itself: `-0.0 + s` is `s` and `s / 1.0` is
                 // `s`, to the bit.
                 ChannelMode::Mix if planes.len() == 1 => {
-                    self.sums[0] = square_sum(self.sums[0], &planes[0][stretch.clone()]);
+                    self.sums[0] = S::square_sum(self.sums[0], &planes[0][stretch.clone()]);
                 }
                 ChannelMode::Mix => self.sums[0] = mix_square_sum(self.sums[0], planes, &stretch),
                 ChannelMode::Index(i) => {
-                    self.sums[0] = square_sum(self.sums[0], &planes[i][stretch.clone()]);
+                    self.sums[0] = S::square_sum(self.sums[0], &planes[i][stretch.clone()]);
                 }
                 ChannelMode::Loudest => {
                     for (sum, plane) in self.sums.iter_mut().zip(planes) {
-                        *sum = square_sum(*sum, &plane[stretch.clone()]);
+                        *sum = S::square_sum(*sum, &plane[stretch.clone()]);
                     }
                 }
             }
