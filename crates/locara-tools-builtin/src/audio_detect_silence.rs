@@ -743,7 +743,7 @@ impl Analyser {
     /// same length), each sample made `f32` by symphonia's own conversion, as a
     /// `SampleBuffer<f32>` would (so no interleaved copy is made first): up to the end of the
     /// current analysis frame at a time, each sum kept in a local across that stretch and
-    /// added in sample order.
+    /// added in sample order (16-bit samples in integers, to the same bits: [`Squares`]).
     fn push<S: Squares>(&mut self, planes: &[&[S]]) {
         let frames = planes.first().map_or(0, |plane| plane.len());
         debug_assert_eq!(planes.len(), self.channels);
