@@ -88,23 +88,35 @@ fn resize<P: Pixel<Subpixel = u8>, const N: usize>(
 
 /// One intermediate row: `out[x]` is the sum over the taps `i` of `lines[i][x] * weights[i]`,
 /// `lines` being the taps' source rows one after another, added in tap order. Sixteen columns
-/// at a time, each block summed over every tap before it is stored. Not inlined: in the
-/// guest, Cranelift allocates a small function's registers much better than those of one
-/// inlined into the tool's whole body.
+/// at a time, each block summed over every tap before it is stored, two taps a turn (one
+/// after the other, so the order of the additions is unchanged): in the guest each turn of a
+/// loop pays a fuel and an interrupt check. Not inlined: in the guest, Cranelift allocates a
+/// small function's registers much better than those of one inlined into the tool's whole
+/// body.
 #[inline(never)]
 fn vertical(lines: &[u8], weights: &[f32], out: &mut [f32]) {
     const LANES: usize = 16;
     let row = out.len();
     let whole = row - row % LANES;
     let (blocks, rest) = out.split_at_mut(whole);
+    let (pairs, last) = weights.as_chunks::<2>();
     for (x, block) in (0..whole)
         .step_by(LANES)
         .zip(blocks.as_chunks_mut::<LANES>().0)
     {
+        let lanes =
+            |line: &[u8]| -> [u8; LANES] { line[x..x + LANES].try_into().expect("LANES bytes") };
         let mut t = [0.0f32; LANES];
-        for (line, &w) in lines.chunks_exact(row).zip(weights) {
-            let s: &[u8; LANES] = line[x..x + LANES].try_into().expect("LANES bytes");
-            for (t, &s) in t.iter_mut().zip(s) {
+        for (two, &[w0, w1]) in lines.chunks_exact(2 * row).zip(pairs) {
+            let (s0, s1) = (lanes(&two[..row]), lanes(&two[row..]));
+            for ((t, s0), s1) in t.iter_mut().zip(s0).zip(s1) {
+                *t += f32::from(s0) * w0;
+                *t += f32::from(s1) * w1;
+            }
+        }
+        if let [w] = *last {
+            let s = lanes(&lines[pairs.len() * 2 * row..]);
+            for (t, s) in t.iter_mut().zip(s) {
                 *t += f32::from(s) * w;
             }
         }
@@ -170,14 +182,25 @@ impl Taps {
     }
 }
 
-/// `image`'s `clamp(t, 0.0, 255.0)` then `f32::round` (half away from zero) to `u8`, without
-/// `round`: for `t` in `0.0..=255.0`, `t - trunc(t)` is exact.
+/// `2²³`: adding it to an `f32` in `0.0..=255.0` rounds it to an integer, ties to even.
+const TWO_23: f32 = 8_388_608.0;
+
+/// `image`'s `clamp(t, 0.0, 255.0)` then `f32::round` (half away from zero) to `u8`, in
+/// floating-point arithmetic and bit operations only: WebAssembly has no `round`, and
+/// Cranelift turns its saturating conversion to an integer (`t as u8`) into a long sequence
+/// of x86 instructions, as LLVM's saturating `as` is a few natively. For `t` in
+/// `0.0..=255.0`, `t + 2²³` is `2²³ + n` with `n`
+/// the integer nearest `t`, ties to even, in the low bits of its representation; `t - n` is
+/// exact (Sterbenz's lemma, or `n = 0`), and it is `0.5` exactly at the ties that rounding to
+/// even took down, which rounding away from zero takes up.
 fn to_u8(t: f32) -> u8 {
-    let t = t.clamp(0.0, 255.0);
-    // NaN (weights summing to zero) passes the clamp; `image` then panics on the conversion,
-    // this makes it 0.
-    let whole = t as u8;
-    whole + u8::from(t - f32::from(whole) >= 0.5)
+    // NaN (weights summing to zero) becomes 0 (it is not `> 0.0`); `image` then panics
+    // on the conversion.
+    let t = if t > 0.0 { t } else { 0.0 };
+    let t = if t < 255.0 { t } else { 255.0 };
+    let m = t + TWO_23;
+    let n = m - TWO_23;
+    (m.to_bits() as u8) + u8::from(t - n == 0.5)
 }
 
 /// `image`'s kernel and support for `filter`.
@@ -318,16 +341,27 @@ mod tests {
                 f32::from_bits(bits + 1),
                 f32::from_bits(bits.saturating_sub(1)),
             ] {
-                assert_eq!(
-                    u32::from(to_u8(t)),
-                    t.clamp(0.0, 255.0).round() as u32,
-                    "{t}"
-                );
+                let round = t.clamp(0.0, 255.0).round() as u8;
+                assert_eq!(to_u8(t), round, "{t}");
             }
         }
-        for t in [-0.5, -3.0, 255.49, 255.5, 1e9, 0.49999997, 0.5, 2.5] {
+        let edges = [-0.5, -3.0, 255.49, 255.5, 1e9, 0.49999997, 0.5, 2.5, -0.0];
+        for t in edges {
             assert_eq!(f32::from(to_u8(t)), t.clamp(0.0, 255.0).round(), "{t}");
         }
+        // Every tie, and the floats on either side of it.
+        for n in 0..255u8 {
+            let tie = f32::from(n) + 0.5;
+            assert_eq!(to_u8(tie), n + 1, "{tie}");
+            assert_eq!(to_u8(f32::from_bits(tie.to_bits() - 1)), n, "below {tie}");
+            assert_eq!(
+                to_u8(f32::from_bits(tie.to_bits() + 1)),
+                n + 1,
+                "above {tie}"
+            );
+        }
+        // Weights summing to zero: `image` panics, this makes it 0.
+        assert_eq!(to_u8(f32::NAN), 0);
     }
 
     #[test]
