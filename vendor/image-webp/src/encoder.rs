@@ -585,8 +585,8 @@ fn frequencies(pixels: &[u8], color: ColorType) -> ([u32; 256], [u32; 280], [u32
     (frequencies0, frequencies1, frequencies2, frequencies3)
 }
 
-/// Each channel's Huffman codes and their lengths, in ARGB's order of the trees (index 1 is
-/// green and the backward references' lengths).
+/// The Huffman codes and their lengths, indexed by the pixel's byte: 0 red, 1 green (and the
+/// backward references' lengths), 2 blue, 3 alpha.
 #[derive(Clone, Copy)]
 struct Codes<'a> {
     codes0: &'a [u16; 256],
@@ -603,8 +603,8 @@ struct Codes<'a> {
 #[inline(never)]
 fn write_l8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -> io::Result<()> {
     let Codes { codes1, lengths1, .. } = *codes;
-    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored to memory at
-    // every pixel.
+    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored
+    // to memory at every pixel.
     let mut local = BitWriter {
         writer: &mut w.writer,
         buffer: w.buffer,
@@ -630,8 +630,8 @@ fn write_l8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) ->
 #[inline(never)]
 fn write_la8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -> io::Result<()> {
     let Codes { codes1, codes3, lengths1, lengths3, .. } = *codes;
-    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored to memory at
-    // every pixel.
+    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored
+    // to memory at every pixel.
     let mut local = BitWriter {
         writer: &mut w.writer,
         buffer: w.buffer,
@@ -660,8 +660,8 @@ fn write_la8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -
 #[inline(never)]
 fn write_rgb8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -> io::Result<()> {
     let Codes { codes0, codes1, codes2, lengths0, lengths1, lengths2, .. } = *codes;
-    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored to memory at
-    // every pixel.
+    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored
+    // to memory at every pixel.
     let mut local = BitWriter {
         writer: &mut w.writer,
         buffer: w.buffer,
@@ -692,8 +692,8 @@ fn write_rgb8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) 
 #[inline(never)]
 fn write_rgba8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -> io::Result<()> {
     let Codes { codes0, codes1, codes2, codes3, lengths0, lengths1, lengths2, lengths3 } = *codes;
-    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored to memory at
-    // every pixel.
+    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored
+    // to memory at every pixel.
     let mut local = BitWriter {
         writer: &mut w.writer,
         buffer: w.buffer,
