@@ -189,10 +189,10 @@ const TWO_23: f32 = 8_388_608.0;
 /// floating-point arithmetic and bit operations only: WebAssembly has no `round`, and
 /// Cranelift turns its saturating conversion to an integer (`t as u8`) into a long sequence
 /// of x86 instructions, as LLVM's saturating `as` is a few natively. For `t` in
-/// `0.0..=255.0`, `t + 2²³` is `2²³ + n` with `n`
-/// the integer nearest `t`, ties to even, in the low bits of its representation; `t - n` is
-/// exact (Sterbenz's lemma, or `n = 0`), and it is `0.5` exactly at the ties that rounding to
-/// even took down, which rounding away from zero takes up.
+/// `0.0..=255.0`, `t + 2²³` is `2²³ + n` with `n` the integer nearest `t`, ties to even, in
+/// the low bits of its representation; `t - n` is exact (Sterbenz's lemma, or `n = 0`), and it
+/// is `0.5` exactly at the ties that rounding to even took down, which rounding away from zero
+/// takes up.
 fn to_u8(t: f32) -> u8 {
     // NaN (weights summing to zero) becomes 0 (it is not `> 0.0`); `image` then panics
     // on the conversion.

@@ -9,8 +9,8 @@
 //!
 //! The scalar code's arithmetic (`scalar.rs`) on four pixels per `i32x4`: the same products
 //! (the chroma ones as dot products of `(Cb, Cr)` pairs), sums and arithmetic shift, then
-//! narrowed with saturation (`i32` to `i16`, then `i16` to
-//! `u8`, which is the scalar code's clamp to `0..=255`), and interleaved with byte shuffles.
+//! narrowed with saturation (`i32` to `i16`, then `i16` to `u8`, which is the scalar code's
+//! clamp to `0..=255`), and interleaved with byte shuffles.
 #![cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 
 use core::arch::wasm32::*;
@@ -42,9 +42,9 @@ const _: () = assert!(Y_CF as i32 == 1 << YUV_PREC);
 /// the scalar code's.
 #[inline(always)]
 fn four(y: v128, cb_cr: v128) -> (v128, v128, v128) {
-    let y0 = i32x4_add(i32x4_shl(y, YUV_PREC as u32), i32x4_splat(i32::from(YUV_RND)));
-    let pair = |cb: i16, cr: i16| i16x8(cb, cr, cb, cr, cb, cr, cb, cr);
     let shift = YUV_PREC as u32;
+    let y0 = i32x4_add(i32x4_shl(y, shift), i32x4_splat(i32::from(YUV_RND)));
+    let pair = |cb: i16, cr: i16| i16x8(cb, cr, cb, cr, cb, cr, cb, cr);
     let r = i32x4_shr(i32x4_add(y0, i32x4_dot_i16x8(cb_cr, pair(0, CR_CF))), shift);
     let g = i32x4_shr(
         i32x4_add(y0, i32x4_dot_i16x8(cb_cr, pair(C_G_CB_COEF_2, C_G_CR_COEF_1))),
