@@ -124,6 +124,101 @@ async fn an_index_function_that_grows_the_stack_returns_into_its_register() {
     }
 }
 
+/// The published module is the built one pre-initialized (docs/tool-abi.md § Pre-initialization):
+/// its interpreter was made when it was published, yet each program starts afresh: nothing a
+/// program does reaches the next, `math.random` is seeded per call (differently, unless the
+/// caller seeds the call), and `os.clock` counts from the program's start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_initialized_state_starts_each_program_afresh() {
+    let engines = Engines::new();
+    let (_, built, _) = locara_test_artifacts::TOOLS
+        .iter()
+        .find(|(id, _, _)| *id == TOOL)
+        .expect("code-exec.lua is built");
+    let built = std::fs::read(built).expect("the built module");
+    let published = find_file(
+        engines._home.registry_dir().as_path(),
+        "code-exec.lua-0.1.0.wasm",
+    )
+    .expect("the published module");
+    let published = std::fs::read(published).expect("the published module");
+    assert_eq!(locara_upstream::tool::exports_preinit(&built), Ok(true));
+    assert_eq!(
+        locara_upstream::tool::exports_preinit(&published),
+        Ok(false)
+    );
+    assert_ne!(built, published, "the published module is a snapshot");
+
+    let program = r#"
+local leaked, kept = rawget(_G, "left_by_the_last_program"), rawget(string, "leak")
+left_by_the_last_program, string.leak = true, true
+local t0 = os.clock()
+local n = 0
+for i = 1, 200000 do n = n + i end
+local t1 = os.clock()
+return tostring(leaked), tostring(kept), math.random(1 << 40), t0 >= 0 and t0 < 1, t1 > t0
+"#;
+    for (engine, locara) in &engines.each {
+        let fields = |out: &Value| -> Vec<String> {
+            out["result"]
+                .as_str()
+                .expect("a result")
+                .split('\t')
+                .map(str::to_owned)
+                .collect()
+        };
+        let first = fields(&lua(locara, program).await);
+        let second = fields(&lua(locara, program).await);
+        for run in [&first, &second] {
+            assert_eq!(
+                run[0], "nil",
+                "{engine:?}: a global of the last program: {run:?}"
+            );
+            assert_eq!(
+                run[1], "nil",
+                "{engine:?}: the string table kept a change: {run:?}"
+            );
+            assert_eq!(run[3..], ["true", "true"], "{engine:?}: os.clock: {run:?}");
+        }
+        assert_ne!(
+            first[2], second[2],
+            "{engine:?}: math.random repeated across calls"
+        );
+        let seeded = |seed| {
+            let mut request = RunRequest::new(TOOL, json!({ "code": program }));
+            request.seed = Some(seed);
+            locara.run(request)
+        };
+        let (a, b) = (
+            seeded(7).await.expect("runs"),
+            seeded(7).await.expect("runs"),
+        );
+        let (a, b) = (
+            fields(a.output.as_ref().expect("an output")),
+            fields(b.output.as_ref().expect("an output")),
+        );
+        assert_eq!(
+            a[2], b[2],
+            "{engine:?}: a seeded call's math.random is repeatable"
+        );
+    }
+}
+
+/// The file named `name` under `dir`, at any depth.
+fn find_file(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()? {
+        let path = entry.ok()?.path();
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+    }
+    None
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strings_patterns_and_formatting() {
     let engines = Engines::new();

@@ -181,6 +181,8 @@ fn build_tools(home: &Path, ids: &[String]) -> Result<()> {
                     wasm_path.display()
                 )
             })?;
+            // Pre-initialized when it asks to be (docs/tool-abi.md).
+            let wasm = locara_upstream::tool::prepare_module(&id, wasm, &blobs)?;
             (template.clone(), wasm)
         };
         let mut manifest = prepare_manifest(&template, &wasm)?;

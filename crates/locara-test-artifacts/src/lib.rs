@@ -132,10 +132,14 @@ impl TestHome {
         .expect("registry")
     }
 
-    /// Publishes one module with its manifest template, signed by the test key.
+    /// Publishes one module with its manifest template, signed by the test key: the module as
+    /// `cargo xtask build-tools` publishes it, pre-initialized when it asks to be
+    /// ([`locara_upstream::tool::prepare_module`], made once per machine and build of the
+    /// module, in the user's blob cache).
     ///
     /// # Errors
-    /// As [`Registry::publish`], or when a file cannot be read.
+    /// As [`Registry::publish`], or when a file cannot be read or the module cannot be
+    /// pre-initialized.
     pub fn publish(
         &self,
         registry: &Registry,
@@ -150,12 +154,33 @@ impl TestHome {
                 source,
             }
         };
-        let wasm = std::fs::read(wasm).map_err(io(wasm))?;
-        let template = std::fs::read_to_string(template).map_err(io(template))?;
-        let manifest = prepare_manifest(&template, &wasm)?;
+        let template_text = std::fs::read_to_string(template).map_err(io(template))?;
+        let id = serde_json::from_str::<serde_json::Value>(&template_text)
+            .ok()
+            .and_then(|t| t["id"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let wasm = prepared_module(&id, wasm).map_err(io(wasm))?;
+        let manifest = prepare_manifest(&template_text, &wasm)?;
         registry.publish(&manifest, &wasm, &self.key)?;
         Ok(())
     }
+}
+
+/// The module at `path` as tool `id` publishes it (see [`TestHome::publish`]). One thread at
+/// a time: the test threads that make homes at once then pre-initialize a module once, and
+/// the others read it from the cache.
+fn prepared_module(id: &str, path: &Path) -> std::io::Result<Vec<u8>> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let wasm = std::fs::read(path)?;
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    locara_upstream::tool::prepare_module(
+        id,
+        wasm,
+        &locara_upstream::fetch::BlobCache::user_default(),
+    )
+    .map_err(std::io::Error::other)
 }
 
 impl TestHome {

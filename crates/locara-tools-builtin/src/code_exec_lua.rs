@@ -177,14 +177,20 @@ pub fn run(input: Value, dirs: &Dirs, out: Box<dyn Write>, chdir: bool) -> Resul
         })?;
     }
 
-    let session = Rc::new(RefCell::new(Session::new(out, dirs.clone())));
-    session
+    // The interpreter made ahead of time (a pre-initialized module's), or made now.
+    let prepared = PREPARED
+        .with(|p| p.borrow_mut().take())
+        .map_or_else(Prepared::new, Ok)?;
+    *prepared.session.borrow_mut() = Session::new(out, dirs.clone());
+    prepared
+        .session
         .borrow_mut()
         .stdout
         .begin()
         .map_err(|e| write_failed(&e))?;
-    let outcome = run_lua(&args, dirs, &session)?;
-    let mut session = session.borrow_mut();
+    let outcome = run_lua(prepared, &args, dirs)?;
+    let mut session = outcome.1.borrow_mut();
+    let outcome = outcome.0;
     match outcome {
         Outcome::Returned(result) => session.finish(0, result.as_deref()),
         Outcome::Error(message) => Err(ToolError::failed(message)),
@@ -533,113 +539,175 @@ fn list_out_files(out: &Path) -> Result<Vec<(String, PathBuf)>, ToolError> {
     Ok(files)
 }
 
-/// Sets up the interpreter, runs the driver, and returns how the chunk ended.
-fn run_lua(args: &Args, dirs: &Dirs, session: &Rc<RefCell<Session>>) -> Result<Outcome, ToolError> {
-    let mut lua = Lua::new(SafeOption {
-        max_call_depth: MAX_CALL_DEPTH,
-        max_c_stack_depth: MAX_C_STACK_DEPTH,
-        allow_load_bytecode: false,
-        ..SafeOption::default()
-    });
-    let internal =
-        |what: &str| ToolError::failed(format!("cannot start the Lua interpreter: {what}"));
-    lua.open_stdlib(Stdlib::All)
-        .map_err(|e| internal(&e.to_string()))?;
-    // Lua seeds `math.random` from the clock; seeding it from the host's random numbers
-    // instead makes it as random as they are, and repeatable when the caller seeds the call.
-    let mut seed = [0u8; 16];
-    getrandom::fill(&mut seed).map_err(|e| internal(&e.to_string()))?;
-    // Non-negative, so each is an integer literal in Lua (`-9223372036854775808` is a float).
-    let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])) >> 1;
-    let seeding = format!(
-        "math.randomseed({}, {})",
-        half(&seed[..8]),
-        half(&seed[8..])
-    );
-    lua.load(&seeding)
-        .call::<_, ()>(())
-        .map_err(|e| internal(&e.to_string()))?;
+thread_local! {
+    /// The interpreter [`preinit`] made, for the one program this instance runs.
+    static PREPARED: RefCell<Option<Prepared>> = const { RefCell::new(None) };
+}
 
+/// Makes the Lua interpreter ahead of the program: the state with its standard library, the
+/// Rust functions the driver uses, and the driver compiled. The module exports it as
+/// `locara_preinit`; the publisher runs it once and snapshots the memory it leaves
+/// (docs/tool-abi.md § Pre-initialization), so a call starts with all of this made. Compiling
+/// the driver was most of a short program's time (~0.7 ms of ~1 ms in the sandbox). Without a
+/// snapshot, [`run`] makes it itself.
+///
+/// Nothing here depends on the call: the call's streams, directories and arguments reach the
+/// Rust functions through [`Prepared::session`], set by [`run`]; `math.random` is seeded and
+/// `os.clock` restarted when the program starts.
+pub fn preinit() {
+    PREPARED.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.is_none() {
+            *p = Prepared::new().ok();
+        }
+    });
+}
+
+/// A Lua interpreter ready for a program: see [`preinit`].
+struct Prepared {
+    lua: Lua,
+    /// What the Rust functions registered in `lua` write to; [`run`] puts the call's in.
+    session: Rc<RefCell<Session>>,
+    /// `math.randomseed(...)`.
+    seed: luars::LuaFunction,
+    /// [`DRIVER`], compiled.
+    driver: luars::LuaFunction,
+}
+
+impl Prepared {
+    fn new() -> Result<Prepared, ToolError> {
+        let internal =
+            |what: &str| ToolError::failed(format!("cannot start the Lua interpreter: {what}"));
+        let lua_error = |e: luars::LuaError| internal(&e.to_string());
+        let mut lua = Lua::new(SafeOption {
+            max_call_depth: MAX_CALL_DEPTH,
+            max_c_stack_depth: MAX_C_STACK_DEPTH,
+            allow_load_bytecode: false,
+            ..SafeOption::default()
+        });
+        lua.open_stdlib(Stdlib::All).map_err(lua_error)?;
+        let session = Rc::new(RefCell::new(Session::new(
+            Box::new(io::sink()),
+            Dirs::new("/tmp"),
+        )));
+        register_functions(&mut lua, &session).map_err(lua_error)?;
+        let seed = lua
+            .load("math.randomseed(...)")
+            .set_name("=[code-exec seed]")
+            .into_function()
+            .map_err(lua_error)?;
+        let driver = lua
+            .load(DRIVER)
+            .set_name(DRIVER_NAME)
+            .into_function()
+            .map_err(lua_error)?;
+        Ok(Prepared {
+            lua,
+            session,
+            seed,
+            driver,
+        })
+    }
+}
+
+/// Registers the Rust functions the driver takes (and removes) from the globals; each works
+/// on `session`.
+fn register_functions(lua: &mut Lua, session: &Rc<RefCell<Session>>) -> luars::LuaResult<()> {
     let state = lua.global_state_mut();
     let s = Rc::clone(session);
-    state
-        .register_function("__code_exec_out", move |l| {
-            let mut session = s.borrow_mut();
-            for_each_string_arg(l, |bytes| session.stdout.write_bytes(bytes))
-        })
-        .map_err(|e| internal(&e.to_string()))?;
+    state.register_function("__code_exec_out", move |l| {
+        let mut session = s.borrow_mut();
+        for_each_string_arg(l, |bytes| session.stdout.write_bytes(bytes))
+    })?;
     let s = Rc::clone(session);
-    state
-        .register_function("__code_exec_err", move |l| {
-            let mut session = s.borrow_mut();
-            for_each_string_arg(l, |bytes| {
-                session.write_stderr(bytes);
-                Ok(())
-            })
+    state.register_function("__code_exec_err", move |l| {
+        let mut session = s.borrow_mut();
+        for_each_string_arg(l, |bytes| {
+            session.write_stderr(bytes);
+            Ok(())
         })
-        .map_err(|e| internal(&e.to_string()))?;
+    })?;
     let s = Rc::clone(session);
-    state
-        .register_function("__code_exec_report", move |l| {
-            let kind = l.get_arg(1).and_then(|v| v.as_str().map(str::to_owned));
-            let value = l.get_arg(2).and_then(|v| {
-                v.as_bytes()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-            });
-            let outcome = match kind.as_deref() {
-                Some("ok") => Outcome::Returned(value),
-                _ => Outcome::Error(value.unwrap_or_else(|| "(no error message)".to_owned())),
-            };
-            s.borrow_mut().outcome = Some(outcome);
-            Ok(0)
-        })
-        .map_err(|e| internal(&e.to_string()))?;
+    state.register_function("__code_exec_report", move |l| {
+        let kind = l.get_arg(1).and_then(|v| v.as_str().map(str::to_owned));
+        let value = l.get_arg(2).and_then(|v| {
+            v.as_bytes()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        });
+        let outcome = match kind.as_deref() {
+            Some("ok") => Outcome::Returned(value),
+            _ => Outcome::Error(value.unwrap_or_else(|| "(no error message)".to_owned())),
+        };
+        s.borrow_mut().outcome = Some(outcome);
+        Ok(0)
+    })?;
     let s = Rc::clone(session);
-    state
-        .register_function("__code_exec_exit", move |l| {
-            let code = exit_status(l)?;
-            let finished = s.borrow_mut().finish(code, None);
-            match finished {
-                // `os.exit` ends the program here, as the real one does: no `pcall` catches it.
-                Ok(()) => std::process::exit(0),
-                Err(error) => {
-                    let _ = writeln!(io::stderr(), "{}", error.message());
-                    std::process::exit(error.kind().exit_code())
-                }
+    state.register_function("__code_exec_exit", move |l| {
+        let code = exit_status(l)?;
+        let finished = s.borrow_mut().finish(code, None);
+        match finished {
+            // `os.exit` ends the program here, as the real one does: no `pcall` catches it.
+            Ok(()) => std::process::exit(0),
+            Err(error) => {
+                let _ = writeln!(io::stderr(), "{}", error.message());
+                std::process::exit(error.kind().exit_code())
             }
-        })
-        .map_err(|e| internal(&e.to_string()))?;
-
+        }
+    })?;
     let s = Rc::clone(session);
-    state
-        .register_function("__code_exec_progress", move |l| {
-            progress_call(l, &mut s.borrow_mut().tasks)
-        })
-        .map_err(|e| internal(&e.to_string()))?;
-
+    state.register_function("__code_exec_progress", move |l| {
+        progress_call(l, &mut s.borrow_mut().tasks)
+    })?;
     let s = Rc::clone(session);
-    state
-        .register_function("__code_exec_tools", move |l| {
-            tools_call(l, &mut s.borrow_mut().calls_made)
-        })
+    state.register_function("__code_exec_tools", move |l| {
+        tools_call(l, &mut s.borrow_mut().calls_made)
+    })?;
+    Ok(())
+}
+
+/// Runs the program with the interpreter `prepared`, whose session is the call's; how it
+/// ended, and the session.
+fn run_lua(
+    prepared: Prepared,
+    args: &Args,
+    dirs: &Dirs,
+) -> Result<(Outcome, Rc<RefCell<Session>>), ToolError> {
+    let Prepared {
+        mut lua,
+        session,
+        seed,
+        driver,
+    } = prepared;
+    let internal =
+        |what: &str| ToolError::failed(format!("cannot start the Lua interpreter: {what}"));
+    lua.global_state_mut().restart_clock();
+    // Lua seeds `math.random` from the clock; seeding it from the host's random numbers
+    // instead makes it as random as they are, and repeatable when the caller seeds the call.
+    // Non-negative, so each is an integer, as Lua's own seeds are.
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| internal(&e.to_string()))?;
+    let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])) >> 1;
+    seed.call::<_, ()>((half(&bytes[..8]) as i64, half(&bytes[8..]) as i64))
         .map_err(|e| internal(&e.to_string()))?;
 
     let stdin_path = dirs.stdin().to_string_lossy().into_owned();
     let tmp_root = dirs.root.to_string_lossy().into_owned();
-    let ran = lua.load(DRIVER).set_name(DRIVER_NAME).call::<_, ()>((
-        args.code.as_str(),
-        stdin_path.as_str(),
-        tmp_root.as_str(),
-    ));
+    let ran = driver.call::<_, ()>((args.code.as_str(), stdin_path.as_str(), tmp_root.as_str()));
     let outcome = session.borrow_mut().outcome.take();
-    match (outcome, ran) {
-        (Some(Outcome::Error(message)), _) => Ok(Outcome::Error(trim_traceback(&message))),
-        (Some(outcome), _) => Ok(outcome),
-        (None, Err(error)) => Ok(Outcome::Error(format!("the Lua program failed: {error}"))),
-        (None, Ok(())) => Err(ToolError::failed(
-            "the Lua driver ended without a result (a bug in code-exec.lua)",
-        )),
-    }
+    let outcome = match (outcome, ran) {
+        (Some(Outcome::Error(message)), _) => Outcome::Error(trim_traceback(&message)),
+        (Some(outcome), _) => outcome,
+        (None, Err(error)) => Outcome::Error(format!("the Lua program failed: {error}")),
+        (None, Ok(())) => {
+            return Err(ToolError::failed(
+                "the Lua driver ended without a result (a bug in code-exec.lua)",
+            ));
+        }
+    };
+    // The functions and the driver hold the interpreter's references: dropped before it.
+    drop((seed, driver));
+    drop(lua);
+    Ok((outcome, session))
 }
 
 /// `__code_exec_progress(op, …)`, behind the driver's `locara.progress`: `("start", title,

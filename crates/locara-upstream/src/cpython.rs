@@ -323,7 +323,7 @@ pub fn preinitialize(
     built: &Built,
     driver: &str,
 ) -> Result<Vec<u8>, PreinitError> {
-    let exports = exports(&built.module)?;
+    let exports = function_exports(&built.module)?;
     for name in [INIT_EXPORT, "_start", "_initialize"] {
         if !exports.iter().any(|e| e == name) {
             return Err(unknown(format!(
@@ -344,7 +344,7 @@ fn parse_error(error: wasmparser::BinaryReaderError) -> PreinitError {
 }
 
 /// The names of `module`'s function exports.
-fn exports(module: &[u8]) -> Result<Vec<String>, PreinitError> {
+pub(crate) fn function_exports(module: &[u8]) -> Result<Vec<String>, PreinitError> {
     let mut names = Vec::new();
     for payload in Parser::new(0).parse_all(module) {
         if let Payload::ExportSection(reader) = payload.map_err(parse_error)? {

@@ -190,6 +190,94 @@ pub fn prepare(path: &Path, cache: &BlobCache) -> Result<PreparedTool, PrepareEr
     })
 }
 
+/// The export a tool's own module may have to be pre-initialized when it is published
+/// (docs/tool-abi.md § Pre-initialization): `[] -> []`, run once before any call.
+pub const PREINIT_EXPORT: &str = "locara_preinit";
+
+/// Changes whenever [`prepare_module`]'s output changes for the same module.
+const PREINIT_FORMAT: u32 = 1;
+
+/// The module to publish for a tool built from source (not an interpreter template): `wasm`
+/// itself, or, when it exports [`PREINIT_EXPORT`], `wasm` pre-initialized: that export run
+/// once on Wasmtime with the descriptor layout of a call of a tool that sees only `/tmp`
+/// (`argv` is `[id]`), and the memory it leaves snapshotted, without the export. The result is
+/// cached in `cache`'s `derived/` under a key of the module's hash, so it is made once per
+/// build of the module.
+///
+/// # Errors
+/// [`PrepareError::Derive`] when the module cannot be parsed, the init fails, or (without
+/// this crate's `cpython` feature, which brings the sandbox) it cannot be run here.
+pub fn prepare_module(id: &str, wasm: Vec<u8>, cache: &BlobCache) -> Result<Vec<u8>, PrepareError> {
+    let derive_error = |reason: String| PrepareError::Derive {
+        id: id.to_owned(),
+        reason,
+    };
+    if !exports_preinit(&wasm).map_err(derive_error)? {
+        return Ok(wasm);
+    }
+    let key = crate::fetch::sha256_hex(
+        format!(
+            "locara-upstream {} preinit {PREINIT_FORMAT} {id}\n{}",
+            env!("CARGO_PKG_VERSION"),
+            crate::fetch::sha256_hex(&wasm)
+        )
+        .as_bytes(),
+    );
+    let derived = cache.dir().join("derived").join(format!("{key}.wasm"));
+    if let Ok(bytes) = std::fs::read(&derived) {
+        return Ok(bytes);
+    }
+    let bytes = preinitialize_module(id, &wasm).map_err(derive_error)?;
+    write_atomically(&derived, &bytes)
+        .map_err(|e| derive_error(format!("caching {}: {e}", derived.display())))?;
+    Ok(bytes)
+}
+
+/// Whether `wasm` exports [`PREINIT_EXPORT`] (a module [`prepare_module`] pre-initializes).
+///
+/// # Errors
+/// When `wasm` cannot be parsed.
+pub fn exports_preinit(wasm: &[u8]) -> Result<bool, String> {
+    #[cfg(feature = "cpython")]
+    {
+        crate::cpython::function_exports(wasm)
+            .map(|names| names.iter().any(|name| name == PREINIT_EXPORT))
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "cpython"))]
+    {
+        // Without a parser, a plain search: the name is in the export section's bytes.
+        Ok(wasm
+            .windows(PREINIT_EXPORT.len())
+            .any(|w| w == PREINIT_EXPORT.as_bytes()))
+    }
+}
+
+/// Runs `wasm`'s [`PREINIT_EXPORT`] and snapshots the result (see [`prepare_module`]).
+fn preinitialize_module(id: &str, wasm: &[u8]) -> Result<Vec<u8>, String> {
+    #[cfg(feature = "cpython")]
+    {
+        use locara_sandbox::{BackendKind, Capabilities, Limits, Sandbox, SandboxConfig};
+        let sandbox =
+            Sandbox::new(&SandboxConfig::new(BackendKind::Wasmtime)).map_err(|e| e.to_string())?;
+        let caps = Capabilities::new().program_name(id);
+        let limits = Limits {
+            fuel: 2_000_000_000,
+            ..Limits::default()
+        };
+        sandbox
+            .preinitialize(wasm, PREINIT_EXPORT, &caps, &limits)
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "cpython"))]
+    {
+        let _ = wasm;
+        Err(format!(
+            "{id} exports `{PREINIT_EXPORT}`: build locara-upstream with its `cpython` feature to pre-initialize it"
+        ))
+    }
+}
+
 /// What a template's `interpreter.upstream` gives: a file fetched as it is, or a build.
 enum Upstream {
     File(Vec<u8>),

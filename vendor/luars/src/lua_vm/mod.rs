@@ -261,6 +261,14 @@ pub struct GlobalState {
 }
 
 impl GlobalState {
+    // LOCARA-PATCH: `os.clock()` measures from `start_time`, which `new` records. A state made
+    // ahead of time (a pre-initialized module's, whose memory is a snapshot) restarts the clock
+    // when its program starts.
+    /// Makes `os.clock()` count from now.
+    pub fn restart_clock(&mut self) {
+        self.start_time = PlatformInstant::now();
+    }
+
     pub fn new(option: SafeOption) -> Pin<Box<Self>> {
         let mut gc = GC::new(option.clone());
         gc.set_temporary_memory_limit(isize::MAX / 2);
