@@ -412,6 +412,9 @@ local copy = assert(io.open("out/copy.png", "wb"))
 copy:write(png, "\0")
 copy:close()
 assert(io.open("scratch.txt", "w")):write("not returned"):close()
+-- Left open: the interpreter closes it, flushing it, when the program ends.
+local left = assert(io.open("out/left-open.txt", "w"))
+left:write("written, never closed")
 return sum, count, #png
 "##,
         "stdin": "Ada\nline 2\nline 3\n",
@@ -428,6 +431,7 @@ return sum, count, #png
             out["files"],
             json!([
                 {"path": "out/copy.png", "encoding": "base64", "content": "iVBORw0KGgoA", "size_bytes": 9},
+                {"path": "out/left-open.txt", "encoding": "utf8", "content": "written, never closed", "size_bytes": 21},
                 {"path": "out/report.txt", "encoding": "utf8", "content": "hello Ada 14\n", "size_bytes": 13},
             ]),
             "{engine:?}"

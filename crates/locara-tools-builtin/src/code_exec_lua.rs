@@ -188,9 +188,8 @@ pub fn run(input: Value, dirs: &Dirs, out: Box<dyn Write>, chdir: bool) -> Resul
         .stdout
         .begin()
         .map_err(|e| write_failed(&e))?;
-    let outcome = run_lua(prepared, &args, dirs)?;
-    let mut session = outcome.1.borrow_mut();
-    let outcome = outcome.0;
+    let (outcome, session) = run_lua(prepared, &args, dirs)?;
+    let mut session = session.borrow_mut();
     match outcome {
         Outcome::Returned(result) => session.finish(0, result.as_deref()),
         Outcome::Error(message) => Err(ToolError::failed(message)),
@@ -563,15 +562,16 @@ pub fn preinit() {
     });
 }
 
-/// A Lua interpreter ready for a program: see [`preinit`].
+/// A Lua interpreter ready for a program: see [`preinit`]. The functions come first: fields
+/// drop in order, and a function refers into the interpreter.
 struct Prepared {
-    lua: Lua,
-    /// What the Rust functions registered in `lua` write to; [`run`] puts the call's in.
-    session: Rc<RefCell<Session>>,
     /// `math.randomseed(...)`.
     seed: luars::LuaFunction,
     /// [`DRIVER`], compiled.
     driver: luars::LuaFunction,
+    /// What the Rust functions registered in `lua` write to; [`run`] puts the call's in.
+    session: Rc<RefCell<Session>>,
+    lua: Lua,
 }
 
 impl Prepared {
@@ -602,10 +602,10 @@ impl Prepared {
             .into_function()
             .map_err(lua_error)?;
         Ok(Prepared {
-            lua,
-            session,
             seed,
             driver,
+            session,
+            lua,
         })
     }
 }
@@ -672,6 +672,7 @@ fn run_lua(
     args: &Args,
     dirs: &Dirs,
 ) -> Result<(Outcome, Rc<RefCell<Session>>), ToolError> {
+    // Declared in this order, so that on every path the functions drop before the interpreter.
     let Prepared {
         mut lua,
         session,
@@ -704,7 +705,8 @@ fn run_lua(
             ));
         }
     };
-    // The functions and the driver hold the interpreter's references: dropped before it.
+    // Dropping the interpreter here (not at the process's end) closes the files the program
+    // left open, flushing what it wrote to them before `out/` is listed.
     drop((seed, driver));
     drop(lua);
     Ok((outcome, session))
