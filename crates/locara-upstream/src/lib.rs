@@ -12,7 +12,8 @@
 //!   has none, so that an overflow is the engine's stack-overflow trap (the `stack-guard`
 //!   feature, on by default).
 //! - [`tool`]: built-in tools whose module is such a file (an interpreter run with a driver
-//!   script), ready to sign and publish.
+//!   script), ready to sign and publish; and a module built from source that asks to be
+//!   pre-initialized (`locara_preinit`), snapshotted after that export ran (`code-exec.lua`).
 //! - [`toolchain`]: the `wasm32-wasip1` target tools are compiled for, installed when missing.
 //!
 //! Used at build and setup time (`cargo xtask build-tools`, `locara models fetch`) and by tests;
