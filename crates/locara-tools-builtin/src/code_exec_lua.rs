@@ -548,7 +548,7 @@ thread_local! {
 /// `locara_preinit`; the publisher runs it once and snapshots the memory it leaves
 /// (docs/tool-abi.md § Pre-initialization), so a call starts with all of this made. Compiling
 /// the driver was most of a short program's time (~0.7 ms of ~1 ms in the sandbox). Without a
-/// snapshot, [`run`] makes it itself.
+/// snapshot, or when making it failed here, [`run`] makes it itself (and reports the failure).
 ///
 /// Nothing here depends on the call: the call's streams, directories and arguments reach the
 /// Rust functions through [`Prepared::session`], set by [`run`]; `math.random` is seeded and
@@ -560,6 +560,11 @@ pub fn preinit() {
             *p = Prepared::new().ok();
         }
     });
+}
+
+/// Why the interpreter could not be made or started.
+fn start_failed(what: impl std::fmt::Display) -> ToolError {
+    ToolError::failed(format!("cannot start the Lua interpreter: {what}"))
 }
 
 /// A Lua interpreter ready for a program: see [`preinit`]. The functions come first: fields
@@ -576,31 +581,28 @@ struct Prepared {
 
 impl Prepared {
     fn new() -> Result<Prepared, ToolError> {
-        let internal =
-            |what: &str| ToolError::failed(format!("cannot start the Lua interpreter: {what}"));
-        let lua_error = |e: luars::LuaError| internal(&e.to_string());
         let mut lua = Lua::new(SafeOption {
             max_call_depth: MAX_CALL_DEPTH,
             max_c_stack_depth: MAX_C_STACK_DEPTH,
             allow_load_bytecode: false,
             ..SafeOption::default()
         });
-        lua.open_stdlib(Stdlib::All).map_err(lua_error)?;
+        lua.open_stdlib(Stdlib::All).map_err(start_failed)?;
         let session = Rc::new(RefCell::new(Session::new(
             Box::new(io::sink()),
             Dirs::new("/tmp"),
         )));
-        register_functions(&mut lua, &session).map_err(lua_error)?;
+        register_functions(&mut lua, &session).map_err(start_failed)?;
         let seed = lua
             .load("math.randomseed(...)")
             .set_name("=[code-exec seed]")
             .into_function()
-            .map_err(lua_error)?;
+            .map_err(start_failed)?;
         let driver = lua
             .load(DRIVER)
             .set_name(DRIVER_NAME)
             .into_function()
-            .map_err(lua_error)?;
+            .map_err(start_failed)?;
         Ok(Prepared {
             seed,
             driver,
@@ -679,17 +681,15 @@ fn run_lua(
         seed,
         driver,
     } = prepared;
-    let internal =
-        |what: &str| ToolError::failed(format!("cannot start the Lua interpreter: {what}"));
     lua.global_state_mut().restart_clock();
     // Lua seeds `math.random` from the clock; seeding it from the host's random numbers
     // instead makes it as random as they are, and repeatable when the caller seeds the call.
     // Non-negative, so each is an integer, as Lua's own seeds are.
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| internal(&e.to_string()))?;
+    getrandom::fill(&mut bytes).map_err(start_failed)?;
     let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])) >> 1;
     seed.call::<_, ()>((half(&bytes[..8]) as i64, half(&bytes[8..]) as i64))
-        .map_err(|e| internal(&e.to_string()))?;
+        .map_err(start_failed)?;
 
     let stdin_path = dirs.stdin().to_string_lossy().into_owned();
     let tmp_root = dirs.root.to_string_lossy().into_owned();
