@@ -141,3 +141,69 @@ async fn not_audio_is_a_clear_tool_error() {
         assert!(error.message.contains("PDF"), "{}", error.message);
     }
 }
+
+/// 16-bit mono PCM at 8 kHz as a WAV file.
+fn wav_16_bit(samples: &[i16]) -> Vec<u8> {
+    let data = u32::try_from(samples.len() * 2).unwrap();
+    let mut wav = Vec::with_capacity(44 + samples.len() * 2);
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&8000u32.to_le_bytes());
+    wav.extend_from_slice(&16000u32.to_le_bytes()); // bytes per second
+    wav.extend_from_slice(&2u16.to_le_bytes()); // bytes per frame
+    wav.extend_from_slice(&16u16.to_le_bytes());
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&data.to_le_bytes());
+    for s in samples {
+        wav.extend_from_slice(&s.to_le_bytes());
+    }
+    wav
+}
+
+/// The levels of 16-bit samples, which the guest sums as pairs of squares in 32-bit lanes
+/// (`i32x4.dot_i16x8_s`: two squares of −2¹⁵ make 2³¹, which wraps as a signed sum), are
+/// what the samples have, on both engines: a frame of −2¹⁵ is full scale (0 dB), a frame at
+/// half scale −6 dB, and the file's level is that of its samples' mean square.
+#[tokio::test(flavor = "multi_thread")]
+async fn full_scale_16_bit_samples_measure_0_db() {
+    // 10 ms frames of 80 samples: −2¹⁵, ±full scale, half scale, silence, and a pseudo-random one.
+    let mut samples = vec![i16::MIN; 80];
+    samples.extend((0..80).map(|i| if i % 2 == 0 { i16::MAX } else { i16::MIN }));
+    samples.extend([16384i16; 80]);
+    samples.extend([0i16; 80]);
+    let mut x = 0x2545_f491_u32;
+    samples.extend((0..80).map(|_| {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        (x >> 8) as i16
+    }));
+    let mean_square = samples
+        .iter()
+        .map(|&s| (f64::from(s) / 32768.0).powi(2))
+        .sum::<f64>()
+        / samples.len() as f64;
+    let overall = (100.0 * mean_square.log10()).round() / 10.0;
+    let (_home, hosts) = engines(&[], None);
+    for locara in &hosts {
+        let (out, _) = output(
+            locara,
+            "audio.detect-silence",
+            json!({"source": blob(&wav_16_bit(&samples)), "frame_ms": 10, "min_silence_ms": 10}),
+        )
+        .await;
+        let engine = locara.engine().name();
+        assert_eq!(out["loudest_frame_db"], json!(0.0), "{engine}: {out}");
+        assert_eq!(out["quietest_frame_db"], json!(-120.0), "{engine}: {out}");
+        assert_eq!(out["overall_rms_db"], json!(overall), "{engine}: {out}");
+        assert_eq!(
+            regions(&out),
+            [(30.0, 40.0)],
+            "{engine}: only the silent frame is below the default threshold"
+        );
+    }
+}
