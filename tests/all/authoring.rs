@@ -414,3 +414,155 @@ fn locara_dev_republishes_on_every_change_and_survives_a_broken_build() {
 
     dev.stop();
 }
+
+/// A tool made with `locara_pdk::preinit!`: `locara publish` runs its pre-initialization once
+/// and publishes the module with the memory it left (so a call starts with its table made),
+/// while the module as built, shipped in an app with `locara sign`, still works by making the
+/// table itself.
+#[test]
+fn a_tool_with_a_preinit_is_published_pre_initialized() {
+    let (dir, home, work, target) = workshop();
+    ok(
+        &locara(&home, &["new", "tool", "math.primes"], &work, &target),
+        "locara new tool",
+    );
+    let crate_dir = work.join("math-primes");
+    std::fs::write(
+        crate_dir.join("src/main.rs"),
+        r#"//! The n-th prime, from a table made by the pre-initialization.
+
+use std::sync::OnceLock;
+
+use locara_pdk::{JsonSchema, ToolError, tool};
+use serde::{Deserialize, Serialize};
+
+static PRIMES: OnceLock<Vec<u32>> = OnceLock::new();
+
+fn primes() -> &'static [u32] {
+    PRIMES.get_or_init(|| {
+        (2..50_000u32)
+            .filter(|&n| (2..).take_while(|d| d * d <= n).all(|d| n % d != 0))
+            .collect()
+    })
+}
+
+locara_pdk::preinit!(|| {
+    primes();
+});
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// Which prime, counted from 0.
+    index: usize,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Prime {
+    /// The prime.
+    prime: u32,
+    /// Whether the table was there when the call began.
+    made_before: bool,
+}
+
+/// Gives the index-th prime below 50000.
+#[tool(id = "math.primes")]
+fn nth_prime(args: Args) -> Result<Prime, ToolError> {
+    let made_before = PRIMES.get().is_some();
+    let prime = *primes()
+        .get(args.index)
+        .ok_or_else(|| ToolError::bad_args("index is past the last prime below 50000"))?;
+    Ok(Prime { prime, made_before })
+}
+"#,
+    )
+    .unwrap();
+    ok(
+        &locara(&home, &["build", "math-primes"], &work, &target),
+        "locara build",
+    );
+    let built = target.join("wasm32-wasip1/release/math-primes.wasm");
+    keygen_acme(&home, &work, &target);
+    trust_acme(&home, &work);
+    let wasm = built.display().to_string();
+    let published = ok(
+        &locara(
+            &home,
+            &[
+                "--json",
+                "publish",
+                "--key",
+                "keys/acme.secret.json",
+                "--manifest",
+                "math-primes/manifest.json",
+                "--wasm",
+                &wasm,
+            ],
+            &work,
+            &target,
+        ),
+        "locara publish",
+    );
+    let published: Value = serde_json::from_str(&published).unwrap();
+    assert_eq!(published["preinitialized"], true, "{published}");
+    let artifact = std::fs::read(published["artifact"].as_str().unwrap()).unwrap();
+    assert_ne!(
+        artifact,
+        std::fs::read(&built).unwrap(),
+        "the published module is the one built"
+    );
+    let run = |home: &Path, args: &[&str]| -> Value {
+        serde_json::from_str(&ok(&locara(home, args, &work, &target), "locara run")).unwrap()
+    };
+    let args = ["run", "math.primes", "--arg", "index=5"];
+    assert_eq!(run(&home, &args), json!({"prime": 13, "made_before": true}));
+    // Every call starts from the snapshot: the second is the same.
+    let args = ["run", "math.primes", "--arg", "index=5132"];
+    assert_eq!(
+        run(&home, &args),
+        json!({"prime": 49_999, "made_before": true})
+    );
+
+    // The module as built, signed for an app, makes its table in the call.
+    let sign = [
+        "sign",
+        "--key",
+        "keys/acme.secret.json",
+        "--manifest",
+        "math-primes/manifest.json",
+        "--wasm",
+        &wasm,
+    ];
+    ok(&locara(&home, &sign, &work, &target), "locara sign");
+    let app = work.join("app");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::copy(&built, app.join("math-primes.wasm")).unwrap();
+    for file in ["manifest.json", "manifest.sig.json"] {
+        std::fs::copy(crate_dir.join(file), app.join(file)).unwrap();
+    }
+    let app_manifest = json!({
+        "schema_version": 1,
+        "name": "primes-app",
+        "tools": [{"path": "math-primes.wasm", "manifest": "manifest.json", "signature": "manifest.sig.json"}],
+    });
+    std::fs::write(app.join("locara.json"), app_manifest.to_string()).unwrap();
+    let app_home = dir.path().join("app-home");
+    std::fs::create_dir_all(app_home.join("trust")).unwrap();
+    std::fs::copy(
+        work.join("keys/acme.pub.json"),
+        app_home.join("trust/acme.pub.json"),
+    )
+    .unwrap();
+    let args = [
+        "--app",
+        "app/locara.json",
+        "run",
+        "math.primes",
+        "--arg",
+        "index=5",
+    ];
+    assert_eq!(
+        run(&app_home, &args),
+        json!({"prime": 13, "made_before": false})
+    );
+}

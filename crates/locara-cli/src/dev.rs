@@ -201,8 +201,9 @@ impl Session {
         }
 
         template.insert("version".to_owned(), Value::String(version.to_string()));
-        let manifest = publish::prepare_template(&built.manifest_path, template, &built.wasm)?;
-        let published = publish::publish_prepared(ctx, &self.key, &manifest, &built.wasm)?;
+        let (wasm, _) = publish::module_to_publish(id.as_str(), built.wasm.clone())?;
+        let manifest = publish::prepare_template(&built.manifest_path, template, &wasm)?;
+        let published = publish::publish_prepared(ctx, &self.key, &manifest, &wasm)?;
         let tool = format!("{}@{}", published.id, published.version);
         registry
             .lock(&id, &version)
@@ -212,7 +213,7 @@ impl Session {
             tool,
             id,
             artifact: published.artifact_digest,
-            size: built.wasm.len(),
+            size: wasm.len(),
         })
     }
 }

@@ -10,6 +10,7 @@ use locara_registry::{
     KeyId, PublishedTool, ReadLimit, Registry, RegistryConfig, SigningKey, generate_keypair,
     prepare_manifest, read_bounded_to_string, sign_manifest,
 };
+use locara_upstream::fetch::BlobCache;
 use serde_json::{Map, Value, json};
 
 use crate::{context::Context, output};
@@ -120,7 +121,15 @@ pub(crate) fn publish(
     let key = SigningKey::read_file(key)?;
     let wasm =
         std::fs::read(wasm_path).with_context(|| format!("cannot read {}", wasm_path.display()))?;
-    let manifest = prepare_template(manifest_path, read_template(manifest_path)?, &wasm)?;
+    let template = read_template(manifest_path)?;
+    // Prepared once from the module as built, which checks the template and gives the id.
+    let manifest = prepare_template(manifest_path, template.clone(), &wasm)?;
+    let (wasm, preinitialized) = module_to_publish(manifest.id.as_str(), wasm)?;
+    let manifest = if preinitialized {
+        prepare_template(manifest_path, template, &wasm)?
+    } else {
+        manifest
+    };
     let published = publish_prepared(ctx, &key, &manifest, &wasm)?;
     let tool = format!("{}@{}", published.id, published.version);
     if ctx.json {
@@ -132,16 +141,22 @@ pub(crate) fn publish(
             "artifact_sha256": published.artifact_digest.to_hex(),
             "manifest_sha256": published.manifest_digest.to_hex(),
             "key_id": published.key_id.to_string(),
+            "preinitialized": preinitialized,
         }))?;
     } else {
         output::stdout(&format!(
-            "published {tool} to {}\n  artifact sha256 {}\n  signed by {}\n",
+            "published {tool} to {}\n  artifact sha256 {}{}\n  signed by {}\n",
             published
                 .manifest_path
                 .parent()
                 .unwrap_or(&published.manifest_path)
                 .display(),
             published.artifact_digest,
+            if preinitialized {
+                " (pre-initialized by its `locara_preinit` export)"
+            } else {
+                ""
+            },
             published.key_id,
         ))?;
     }
@@ -152,6 +167,20 @@ pub(crate) fn publish(
     );
     note_lock_mismatch(ctx, &manifest, &published.artifact_digest.to_hex());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The module `locara publish` and `locara dev` publish for tool `id` built as `wasm`: `wasm`
+/// pre-initialized when it exports `locara_preinit` (docs/tool-abi.md § Pre-initialization;
+/// the snapshot is cached in the user's blob cache under the module's hash), else `wasm`
+/// itself; and whether it was pre-initialized. A module that cannot be parsed is published as
+/// it is, to be refused when it is compiled, as before.
+pub(crate) fn module_to_publish(id: &str, wasm: Vec<u8>) -> anyhow::Result<(Vec<u8>, bool)> {
+    if !locara_upstream::tool::exports_preinit(&wasm).unwrap_or(false) {
+        return Ok((wasm, false));
+    }
+    let wasm = locara_upstream::tool::prepare_module(id, wasm, &BlobCache::user_default())
+        .with_context(|| format!("cannot pre-initialize {id}"))?;
+    Ok((wasm, true))
 }
 
 /// Signs `manifest` (which pins `wasm`, see [`prepare_template`]) with `key` and writes it,

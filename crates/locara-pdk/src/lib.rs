@@ -61,6 +61,44 @@ pub use schemars::JsonSchema;
 #[cfg(test)]
 mod tests;
 
+/// Makes `function` (a `fn()`) the module's pre-initialization (docs/tool-abi.md §
+/// Pre-initialization), exported as `locara_preinit`: `locara publish`, `locara dev` and `cargo xtask build-tools` run it once
+/// and publish the module with the memory it left, so the work it does (tables built, a parser
+/// or an interpreter made, kept in a `static`) is done before every call instead of in each.
+/// The tool must still work when it has not run (the module as built, e.g. shipped in an app
+/// with `locara sign`): make what is missing then, e.g. with `OnceLock::get_or_init`. It must
+/// not open files or read `/workspace` or `/models`, and what it takes from clocks or random
+/// numbers is frozen into every call.
+///
+/// ```
+/// use std::sync::OnceLock;
+///
+/// static SQUARES: OnceLock<Vec<u64>> = OnceLock::new();
+///
+/// fn squares() -> &'static [u64] {
+///     SQUARES.get_or_init(|| (0..1024).map(|i| i * i).collect())
+/// }
+///
+/// locara_pdk::preinit!(|| {
+///     squares();
+/// });
+/// ```
+#[macro_export]
+macro_rules! preinit {
+    ($function:expr) => {
+        #[allow(
+            unsafe_code,
+            reason = "an export is how the publisher finds the pre-initialization"
+        )]
+        /// The module's pre-initialization, which its publisher runs once (docs/tool-abi.md).
+        #[unsafe(export_name = "locara_preinit")]
+        pub extern "C" fn __locara_preinit() {
+            let function: fn() = $function;
+            function();
+        }
+    };
+}
+
 /// The argument that makes a `#[tool]` program print its [`ToolInfo`] as JSON and exit,
 /// instead of reading arguments on stdin.
 pub const DESCRIBE_FLAG: &str = "--locara-describe";
