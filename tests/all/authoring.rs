@@ -78,6 +78,51 @@ fn trust_acme(home: &Path, work: &Path) {
     .unwrap();
 }
 
+/// Ships the tool crate `work/<name>` (built, its key `acme` made) in an app, `work/app`: the
+/// module as built, signed with `locara sign`, beside its manifest and signature in
+/// `locara.json`; and a home for it, in `dir`, with no registry, trusting only `acme`.
+/// Returns the app's directory and that home.
+fn ship_in_app(
+    dir: &Path,
+    home: &Path,
+    work: &Path,
+    target: &Path,
+    name: &str,
+) -> (PathBuf, PathBuf) {
+    let wasm = target.join(format!("wasm32-wasip1/release/{name}.wasm"));
+    let manifest = format!("{name}/manifest.json");
+    let sign = [
+        "sign",
+        "--key",
+        "keys/acme.secret.json",
+        "--manifest",
+        &manifest,
+        "--wasm",
+        &wasm.display().to_string(),
+    ];
+    ok(&locara(home, &sign, work, target), "locara sign");
+    let app = work.join("app");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::copy(&wasm, app.join(format!("{name}.wasm"))).unwrap();
+    for file in ["manifest.json", "manifest.sig.json"] {
+        std::fs::copy(work.join(name).join(file), app.join(file)).unwrap();
+    }
+    let app_manifest = json!({
+        "schema_version": 1,
+        "name": format!("{name}-app"),
+        "tools": [{"path": format!("{name}.wasm"), "manifest": "manifest.json", "signature": "manifest.sig.json"}],
+    });
+    std::fs::write(app.join("locara.json"), app_manifest.to_string()).unwrap();
+    let app_home = dir.join("app-home");
+    std::fs::create_dir_all(app_home.join("trust")).unwrap();
+    std::fs::copy(
+        work.join("keys/acme.pub.json"),
+        app_home.join("trust/acme.pub.json"),
+    )
+    .unwrap();
+    (app, app_home)
+}
+
 #[test]
 fn a_scaffolded_tool_is_tested_built_published_and_run() {
     let (dir, home, work, target) = workshop();
@@ -167,35 +212,7 @@ fn a_scaffolded_tool_is_tested_built_published_and_run() {
 
     // Shipped inside an app instead: signed beside its manifest, run from a home that has no
     // registry at all, only the publisher's key.
-    let sign = [
-        "sign",
-        "--key",
-        "keys/acme.secret.json",
-        "--manifest",
-        "text-stats/manifest.json",
-        "--wasm",
-        &wasm,
-    ];
-    ok(&locara(&home, &sign, &work, &target), "locara sign");
-    let app = work.join("app");
-    std::fs::create_dir(&app).unwrap();
-    std::fs::copy(&wasm, app.join("text-stats.wasm")).unwrap();
-    for file in ["manifest.json", "manifest.sig.json"] {
-        std::fs::copy(crate_dir.join(file), app.join(file)).unwrap();
-    }
-    let app_manifest = json!({
-        "schema_version": 1,
-        "name": "stats-app",
-        "tools": [{"path": "text-stats.wasm", "manifest": "manifest.json", "signature": "manifest.sig.json"}],
-    });
-    std::fs::write(app.join("locara.json"), app_manifest.to_string()).unwrap();
-    let app_home = dir.path().join("app-home");
-    std::fs::create_dir_all(app_home.join("trust")).unwrap();
-    std::fs::copy(
-        work.join("keys/acme.pub.json"),
-        app_home.join("trust/acme.pub.json"),
-    )
-    .unwrap();
+    let (app, app_home) = ship_in_app(dir.path(), &home, &work, &target, "text-stats");
     let run_in_app = [
         "--app",
         "app/locara.json",
@@ -524,35 +541,7 @@ fn nth_prime(args: Args) -> Result<Prime, ToolError> {
     );
 
     // The module as built, signed for an app, makes its table in the call.
-    let sign = [
-        "sign",
-        "--key",
-        "keys/acme.secret.json",
-        "--manifest",
-        "math-primes/manifest.json",
-        "--wasm",
-        &wasm,
-    ];
-    ok(&locara(&home, &sign, &work, &target), "locara sign");
-    let app = work.join("app");
-    std::fs::create_dir(&app).unwrap();
-    std::fs::copy(&built, app.join("math-primes.wasm")).unwrap();
-    for file in ["manifest.json", "manifest.sig.json"] {
-        std::fs::copy(crate_dir.join(file), app.join(file)).unwrap();
-    }
-    let app_manifest = json!({
-        "schema_version": 1,
-        "name": "primes-app",
-        "tools": [{"path": "math-primes.wasm", "manifest": "manifest.json", "signature": "manifest.sig.json"}],
-    });
-    std::fs::write(app.join("locara.json"), app_manifest.to_string()).unwrap();
-    let app_home = dir.path().join("app-home");
-    std::fs::create_dir_all(app_home.join("trust")).unwrap();
-    std::fs::copy(
-        work.join("keys/acme.pub.json"),
-        app_home.join("trust/acme.pub.json"),
-    )
-    .unwrap();
+    let (_, app_home) = ship_in_app(dir.path(), &home, &work, &target, "math-primes");
     let args = [
         "--app",
         "app/locara.json",
