@@ -62,9 +62,10 @@ pub use schemars::JsonSchema;
 mod tests;
 
 /// Makes `function` (a `fn()`) the module's pre-initialization (docs/tool-abi.md §
-/// Pre-initialization), exported as `locara_preinit`: `locara publish`, `locara dev` and `cargo xtask build-tools` run it once
-/// and publish the module with the memory it left, so the work it does (tables built, a parser
-/// or an interpreter made, kept in a `static`) is done before every call instead of in each.
+/// Pre-initialization), exported as `locara_preinit`: `locara publish`, `locara dev` and
+/// `cargo xtask build-tools` run it once and publish the module with the memory it left, so
+/// the work it does (tables built, a parser or an interpreter made, kept in a `static`) is
+/// done once, before any call, instead of in each.
 /// The tool must still work when it has not run (the module as built, e.g. shipped in an app
 /// with `locara sign`): make what is missing then, e.g. with `OnceLock::get_or_init`. It must
 /// not open files or read `/workspace` or `/models`, and what it takes from clocks or random
