@@ -286,6 +286,41 @@ fn float_wav_odd_rates_and_base64() {
     assert_near(&regions(&out, "silences"), &[(500, 2000)], 10);
 }
 
+/// A float file's NaN samples make their frames' sums NaN, which the levels pass over: a
+/// channel of NaN never wins the loudest-channel choice, and a frame of nothing else measures
+/// as digital silence (the level a frame starts from).
+#[test]
+fn nan_samples_do_not_decide_the_levels() {
+    let rate = 8000;
+    // A constant half scale: every frame's mean square is 1/4, -6.0 dB.
+    let tone = vec![0.5; 8000];
+    let nan = vec![f64::NAN; tone.len()];
+    let left = concat(&[tone.clone(), nan.clone(), zeros(rate, 1000)]);
+    let right = concat(&[nan, tone.clone(), zeros(rate, 1000)]);
+    let out = detect(
+        &wav(rate, &[left, right], true),
+        json!({"channel": "loudest"}),
+    );
+    assert_eq!(out["loudest_frame_db"], -6.0, "{out}");
+    assert_eq!(out["quietest_frame_db"], -120.0, "{out}");
+    assert_eq!(regions(&out, "silences"), [(2000, 3000)], "{out}");
+    let out = detect(
+        &wav(
+            rate,
+            &[concat(&[tone.clone(), vec![f64::NAN; 80], tone])],
+            true,
+        ),
+        json!({}),
+    );
+    assert_eq!(out["loudest_frame_db"], -6.0, "{out}");
+    assert_eq!(out["quietest_frame_db"], -120.0, "{out}");
+    assert_eq!(
+        regions(&out, "silences"),
+        [],
+        "{out}: one frame is too short a silence"
+    );
+}
+
 #[test]
 fn too_many_silences_are_truncated() {
     // 1 ms frames alternating 2 ms of tone and 2 ms of silence at 8 kHz.
