@@ -166,8 +166,9 @@ fn wav_16_bit(samples: &[i16]) -> Vec<u8> {
 
 /// The levels of 16-bit samples, which the guest sums as pairs of squares in 32-bit lanes
 /// (`i32x4.dot_i16x8_s`: two squares of −2¹⁵ make 2³¹, which wraps as a signed sum), are
-/// what the samples have, on both engines: a frame of −2¹⁵ is full scale (0 dB), a frame at
-/// half scale −6 dB, and the file's level is that of its samples' mean square.
+/// what the samples have, on both engines: a frame of −2¹⁵ is full scale (0 dB), and the
+/// file's level (frames at full scale, half scale, silence and pseudo-random) is that of its
+/// samples' mean square.
 #[tokio::test(flavor = "multi_thread")]
 async fn full_scale_16_bit_samples_measure_0_db() {
     // 10 ms frames of 80 samples: −2¹⁵, ±full scale, half scale, silence, and a pseudo-random one.
