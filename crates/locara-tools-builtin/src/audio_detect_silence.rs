@@ -683,6 +683,7 @@ fn analyse(
             AudioBufferRef::F32(buf) => analyser.push(buf.planes().planes()),
             AudioBufferRef::F64(buf) => analyser.push(buf.planes().planes()),
         }
+        analyser.check_finite(display)?;
         if analyser.samples > analyser.max_samples {
             return Err(too_long(
                 display,
@@ -693,7 +694,7 @@ fn analyse(
         }
     }
 
-    let Some(analyser) = analyser else {
+    let Some(mut analyser) = analyser else {
         return Err(match first_error {
             Some(msg) => ToolError::bad_args(format!(
                 "{display} looks like {format} but none of its audio can be decoded ({msg}); the file is corrupt"
@@ -717,6 +718,7 @@ fn analyse(
             first_error.unwrap_or("unknown error")
         ));
     }
+    analyser.end(display)?;
     Ok(analyser.finish(format, codec, settings, warnings))
 }
 
@@ -757,6 +759,9 @@ struct Analyser {
     silence_start: Option<u64>,
     silences: Vec<(u64, u64)>,
     truncated: bool,
+    /// The first sample of the first frame whose analysed samples were not all finite numbers
+    /// (a float file's NaN or infinite samples): its sums are NaN or infinite.
+    not_finite: Option<u64>,
 }
 
 impl Analyser {
@@ -800,6 +805,7 @@ impl Analyser {
             silence_start: None,
             silences: Vec::new(),
             truncated: false,
+            not_finite: None,
         })
     }
 
@@ -853,6 +859,10 @@ impl Analyser {
     /// Closes the current frame: measures it and advances the region state.
     fn end_frame(&mut self) {
         let len = self.in_frame as f64;
+        let start = self.samples - self.in_frame;
+        if self.not_finite.is_none() && !self.sums.iter().all(|s| s.is_finite()) {
+            self.not_finite = Some(start);
+        }
         // `f64::max` and `min` ignore a NaN argument, which WebAssembly's `f64.max` and `min`
         // do not, so in the guest each was a call to libm (three a frame, ~3% of a WAV file's
         // time); the comparisons below give the same results, since only the second argument
@@ -869,7 +879,6 @@ impl Analyser {
         if mean_square < self.quietest {
             self.quietest = mean_square;
         }
-        let start = self.samples - self.in_frame;
         if mean_square < self.threshold_ms {
             self.silence_start.get_or_insert(start);
         } else if let Some(silence) = self.silence_start.take() {
@@ -890,6 +899,29 @@ impl Analyser {
         }
     }
 
+    /// Closes the last frame, if the audio ended inside one, and refuses audio that had
+    /// samples which are not finite numbers: no level can be read from a NaN or infinite sum,
+    /// and a file of such samples is damaged (the PCM formats that hold floats allow them).
+    fn end(&mut self, display: &str) -> Result<(), ToolError> {
+        if self.in_frame > 0 {
+            self.end_frame();
+        }
+        self.check_finite(display)
+    }
+
+    /// [`Analyser::end`]'s refusal, also checked after each packet, so that a damaged file
+    /// stops at its first bad frame.
+    fn check_finite(&self, display: &str) -> Result<(), ToolError> {
+        match self.not_finite {
+            None => Ok(()),
+            Some(start) => Err(ToolError::bad_args(format!(
+                "{display} has samples that are not finite numbers (NaN or infinite, or too large to square), first in the analysis frame at {} ms; the file is damaged, and its levels cannot be measured",
+                self.to_ms(start)
+            ))),
+        }
+    }
+
+    /// The analysis, once [`Analyser::end`] has closed the last frame.
     fn finish(
         mut self,
         format: &'static str,
@@ -897,9 +929,6 @@ impl Analyser {
         settings: &Settings,
         mut warnings: Vec<String>,
     ) -> Output {
-        if self.in_frame > 0 {
-            self.end_frame();
-        }
         if let Some(silence) = self.silence_start.take() {
             self.add_silence(silence, self.samples);
         }

@@ -286,39 +286,58 @@ fn float_wav_odd_rates_and_base64() {
     assert_near(&regions(&out, "silences"), &[(500, 2000)], 10);
 }
 
-/// A float file's NaN samples make their frames' sums NaN, which the levels pass over: a
-/// channel of NaN never wins the loudest-channel choice, and a frame of nothing else measures
-/// as digital silence (the level a frame starts from).
+/// A float file's NaN or infinite samples make their frames' sums NaN or infinite, from which
+/// no level can be read: the call fails as for a damaged file, naming the first such frame,
+/// whether the samples are analysed alone, mixed or as the loudest channel. A channel the call
+/// does not analyse does not count.
 #[test]
-fn nan_samples_do_not_decide_the_levels() {
+fn samples_that_are_not_finite_are_refused_with_their_time() {
     let rate = 8000;
     // A constant half scale: every frame's mean square is 1/4, -6.0 dB.
     let tone = vec![0.5; 8000];
     let nan = vec![f64::NAN; tone.len()];
     let left = concat(&[tone.clone(), nan.clone(), zeros(rate, 1000)]);
     let right = concat(&[nan, tone.clone(), zeros(rate, 1000)]);
-    let out = detect(
-        &wav(rate, &[left, right], true),
-        json!({"channel": "loudest"}),
-    );
-    assert_eq!(out["loudest_frame_db"], -6.0, "{out}");
-    assert_eq!(out["quietest_frame_db"], -120.0, "{out}");
-    assert_eq!(regions(&out, "silences"), [(2000, 3000)], "{out}");
-    let out = detect(
-        &wav(
-            rate,
-            &[concat(&[tone.clone(), vec![f64::NAN; 80], tone])],
-            true,
+    let stereo = wav(rate, &[left.clone(), right], true);
+    for channel in [json!("loudest"), json!("mix"), json!(1)] {
+        let err = detect_bytes(&stereo, json!({"channel": channel})).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadArgs, "{channel}: {err}");
+        assert!(
+            err.message().contains("not finite numbers")
+                && err
+                    .message()
+                    .contains("first in the analysis frame at 0 ms"),
+            "{channel}: {err}"
+        );
+    }
+    // Channel 0 alone is NaN only from 1 s on.
+    let err = detect_bytes(&stereo, json!({"channel": 0})).unwrap_err();
+    assert!(err.message().contains("frame at 1000 ms"), "{err}");
+    // 80 NaN samples (10 ms, one frame) in the middle of a mono tone; an infinite sample at
+    // its end, alone in the last, partial frame (checked when the audio ends).
+    let cases = [
+        (
+            concat(&[tone.clone(), vec![f64::NAN; 80], tone.clone()]),
+            1000,
         ),
-        json!({}),
-    );
+        (
+            concat(&[tone.clone(), tone.clone(), vec![f64::INFINITY]]),
+            2000,
+        ),
+    ];
+    for (mono, at) in cases {
+        let err = detect_bytes(&wav(rate, &[mono], true), json!({})).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadArgs, "{err}");
+        assert!(
+            err.message().contains(&format!("frame at {at} ms")),
+            "{err}"
+        );
+    }
+    // The clean channel of a file whose other channel is NaN is measured as usual.
+    let clean = wav(rate, &[tone.clone(), vec![f64::NAN; tone.len()]], true);
+    let out = detect(&clean, json!({"channel": 0}));
     assert_eq!(out["loudest_frame_db"], -6.0, "{out}");
-    assert_eq!(out["quietest_frame_db"], -120.0, "{out}");
-    assert_eq!(
-        regions(&out, "silences"),
-        [],
-        "{out}: one frame is too short a silence"
-    );
+    assert_eq!(out["quietest_frame_db"], -6.0, "{out}");
 }
 
 #[test]
