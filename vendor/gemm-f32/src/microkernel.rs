@@ -545,6 +545,7 @@ pub mod simd128 {
             mul_add(a, transmute(lane), c)
         }
 
+        // LOCARA-PATCH: as the NEON module's `load`, for `mul_add_lane`'s kernels.
         #[inline(always)]
         pub unsafe fn load<const MR_DIV_N: usize>(dst: *mut Pack, ptr: *const f32) {
             for i in 0..MR_DIV_N {
@@ -567,6 +568,9 @@ pub mod simd128 {
             a * b + c
         }
 
+        // LOCARA-PATCH: every kernel with `relaxed-simd` (for `mul_add`), and those four
+        // columns wide with the NEON kernels' `1, 4` (`mul_add_lane` on a packed rhs).
+        // Published: `microkernel!(["simd128"], 2, x3x4, 3, 4);` and so on.
         microkernel!(["simd128,relaxed-simd"], 2, x1x1, 1, 1);
         microkernel!(["simd128,relaxed-simd"], 2, x1x2, 1, 2);
         microkernel!(["simd128,relaxed-simd"], 2, x1x3, 1, 3);
