@@ -298,7 +298,7 @@ fn samples_that_are_not_finite_are_refused_with_their_time() {
     let nan = vec![f64::NAN; tone.len()];
     let left = concat(&[tone.clone(), nan.clone(), zeros(rate, 1000)]);
     let right = concat(&[nan, tone.clone(), zeros(rate, 1000)]);
-    let stereo = wav(rate, &[left.clone(), right], true);
+    let stereo = wav(rate, &[left, right], true);
     for channel in [json!("loudest"), json!("mix"), json!(1)] {
         let err = detect_bytes(&stereo, json!({"channel": channel})).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::BadArgs, "{channel}: {err}");
