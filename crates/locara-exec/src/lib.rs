@@ -68,7 +68,7 @@ pub use crate::{
     execute::Execute,
     gateway::{GatewayAnswer, TOOLS, ToolGateway},
     host_tool::{HOST_ENGINE, HOST_TOOL_URL, HandlerError, HostTool, ToolHandler},
-    models::{MODELS_RUN, ModelFile, ModelRunner, Tensor},
+    models::{MODELS_RUN, Matrix, ModelFile, ModelRunner, Tensor},
     pipeline::{Pipeline, pipeline},
     resolve::{Resolve, ResolveLayer, Resolver},
     services::{

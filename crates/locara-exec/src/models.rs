@@ -23,6 +23,15 @@
 //!   `0` with `-inf` when none is larger than `-inf`) and that element's value, the index an
 //!   `f32` (exact: `C` may not exceed 2^24). A recognizer's per-step class scores then cross
 //!   the boundary as two numbers per step instead of thousands.
+//! - `{"op": "matmul", "inputs": [[M, K], [K, N]]}` → `{"outputs": [[M, N]]}`: the product of
+//!   two matrices, by the runner's matrix kernels ([`ModelRunner::matmul`]), for a tool that
+//!   runs a model itself (its weights in the guest) and hands the host its large products. An
+//!   optional `"column_major": [LHS, RHS, PRODUCT]` (booleans, `false` when absent) says which
+//!   of the three are laid out column by column instead of row by row (a transposed view, as
+//!   a model's weights often are), so that neither side copies a matrix element by element. No model is named: the host computes on the tool's data, and runs no code or
+//!   graph of the tool's. Every dimension is at least 1 and the product has at most
+//!   [`MAX_PRODUCT_ELEMENTS`] elements, so the host allocates no more than the guest sent
+//!   could justify.
 
 use std::{
     fmt,
@@ -45,6 +54,9 @@ const MAX_RANK: usize = 8;
 const MAX_KEYS: usize = 64;
 /// The most runs one request may ask for.
 const MAX_RUNS: usize = 256;
+/// The most elements a `matmul` answer may have (256 MiB of `f32`): its inputs bound the
+/// host's work, and this bounds what the host allocates for its answer.
+pub(crate) const MAX_PRODUCT_ELEMENTS: usize = 1 << 26;
 /// The most classes an arg-max may reduce: its index crosses as an `f32`, exact up to 2^24.
 const MAX_ARGMAX_CLASSES: usize = 1 << 24;
 
@@ -80,6 +92,31 @@ pub struct Tensor {
     pub data: Vec<f32>,
 }
 
+/// A matrix of a `matmul` request: its shape, and its elements row by row, or column by
+/// column when `column_major`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Matrix<'a> {
+    /// How many rows it has.
+    pub rows: usize,
+    /// How many columns it has.
+    pub cols: usize,
+    /// Its `rows × cols` elements.
+    pub data: &'a [f32],
+    /// Whether `data` holds it column by column (its transpose's rows).
+    pub column_major: bool,
+}
+
+impl Matrix<'_> {
+    /// The element at row `i`, column `j`.
+    pub fn at(&self, i: usize, j: usize) -> f32 {
+        if self.column_major {
+            self.data[j * self.rows + i]
+        } else {
+            self.data[i * self.cols + j]
+        }
+    }
+}
+
 /// Runs models on the host for [`MODELS_RUN`]. Called on a thread that may block for as long
 /// as the model takes; the call's deadline is enforced around it.
 pub trait ModelRunner: Send + Sync + fmt::Debug {
@@ -109,6 +146,17 @@ pub trait ModelRunner: Send + Sync + fmt::Debug {
             .map(|inputs| finish(self.run(model, inputs)?))
             .collect()
     }
+
+    /// The product of `lhs` (`[m, k]`) and `rhs` (`[k, n]`), its `m × n` elements laid out
+    /// column by column when `column_major`, row by row otherwise. The shapes are checked
+    /// before the call (inner dimensions that agree, none zero, the data the shapes say); the
+    /// runner computes each element with its own matrix kernels.
+    fn matmul(
+        &self,
+        lhs: Matrix<'_>,
+        rhs: Matrix<'_>,
+        column_major: bool,
+    ) -> Result<Vec<f32>, String>;
 }
 
 /// What one call may run: its tool's verified models, through the host's runner.
@@ -122,6 +170,9 @@ pub(crate) struct CallModels {
 pub(crate) enum Work {
     Metadata(ModelFile, Vec<String>),
     Run(Runs),
+    /// `lhs` · `rhs`, their shapes checked, and the three layouts (lhs, rhs, product): column
+    /// by column where `true`.
+    Matmul(Tensor, Tensor, [bool; 3]),
 }
 
 /// A checked `run` request.
@@ -199,9 +250,12 @@ impl CallModels {
             .map_err(|e| failed(format_args!("has a header that is not JSON ({e})")))?;
         let malformed = || {
             failed(
-                "has a malformed header: it must be {\"op\": \"metadata\", \"model\", \"keys\"} or {\"op\": \"run\", \"model\", \"inputs\"}",
+                "has a malformed header: it must be {\"op\": \"metadata\", \"model\", \"keys\"}, {\"op\": \"run\", \"model\", \"inputs\"} or {\"op\": \"matmul\", \"inputs\"}",
             )
         };
+        if header["op"] == "matmul" {
+            return parse_matmul(&header, data);
+        }
         let name = header["model"].as_str().ok_or_else(malformed)?;
         let Some(file) = self.files.iter().find(|f| f.name == name) else {
             let names: Vec<&str> = self.files.iter().map(|f| f.name.as_str()).collect();
@@ -286,6 +340,74 @@ impl CallModels {
     }
 }
 
+/// A `matmul` request: two matrices, `[M, K]` and `[K, N]`, every dimension at least 1, whose
+/// product has at most [`MAX_PRODUCT_ELEMENTS`] elements, and exactly their bytes.
+fn parse_matmul(header: &Value, data: &[u8]) -> Result<Work, ServiceError> {
+    let shapes: Option<Vec<Vec<usize>>> = header["inputs"].as_array().and_then(|inputs| {
+        inputs
+            .iter()
+            .map(|shape| {
+                shape
+                    .as_array()?
+                    .iter()
+                    .map(|d| usize::try_from(d.as_u64()?).ok())
+                    .collect()
+            })
+            .collect()
+    });
+    let (m, k, n) = match shapes.as_deref() {
+        Some([lhs, rhs]) => match (lhs.as_slice(), rhs.as_slice()) {
+            (&[m, k], &[k2, n]) if k == k2 => (m, k, n),
+            _ => {
+                return Err(failed(format_args!(
+                    "to `matmul` multiplies a {lhs:?} matrix by a {rhs:?} one: it takes [M, K] and [K, N]"
+                )));
+            }
+        },
+        _ => {
+            return Err(failed(
+                "to `matmul` must have `inputs`: two shapes, [M, K] and [K, N]",
+            ));
+        }
+    };
+    if m == 0 || k == 0 || n == 0 {
+        return Err(failed(format_args!(
+            "to `matmul` has a dimension of 0 ({m}×{k} by {k}×{n})"
+        )));
+    }
+    if m.checked_mul(n).is_none_or(|e| e > MAX_PRODUCT_ELEMENTS) {
+        return Err(failed(format_args!(
+            "to `matmul` asks for a {m}×{n} product, more than {MAX_PRODUCT_ELEMENTS} elements"
+        )));
+    }
+    let column_major = match header.get("column_major") {
+        None | Some(Value::Null) => [false; 3],
+        Some(layouts) => layouts
+            .as_array()
+            .and_then(|l| {
+                let flags: Vec<bool> = l.iter().map(Value::as_bool).collect::<Option<_>>()?;
+                <[bool; 3]>::try_from(flags).ok()
+            })
+            .ok_or_else(|| {
+                failed(
+                    "to `matmul` has a `column_major` that is not [LHS, RHS, PRODUCT] (booleans)",
+                )
+            })?,
+    };
+    let mut rest = data;
+    let mut inputs = take_tensors(vec![vec![m, k], vec![k, n]], &mut rest)?.into_iter();
+    if !rest.is_empty() {
+        return Err(failed(format_args!(
+            "has {} bytes of data beyond its matrices' shapes",
+            rest.len()
+        )));
+    }
+    match (inputs.next(), inputs.next()) {
+        (Some(lhs), Some(rhs)) => Ok(Work::Matmul(lhs, rhs, column_major)),
+        _ => Err(failed("to `matmul` lost a matrix")),
+    }
+}
+
 /// `"argmax"`: `{}`, or `{"among": [CLASS, …]}` (sorted and deduplicated here).
 fn parse_argmax(argmax: &Value) -> Result<ArgMax, ServiceError> {
     let bad = || failed("has an `argmax` that is not {} or {\"among\": [CLASS, …]}");
@@ -364,6 +486,41 @@ impl Work {
                 Ok(answer)
             }
             Work::Run(runs) => runs.answer(runner, stop),
+            Work::Matmul(lhs, rhs, [lhs_columns, rhs_columns, columns]) => {
+                let (m, k, n) = (lhs.shape[0], lhs.shape[1], rhs.shape[1]);
+                let product = runner
+                    .matmul(
+                        Matrix {
+                            rows: m,
+                            cols: k,
+                            data: &lhs.data,
+                            column_major: lhs_columns,
+                        },
+                        Matrix {
+                            rows: k,
+                            cols: n,
+                            data: &rhs.data,
+                            column_major: rhs_columns,
+                        },
+                        columns,
+                    )
+                    .map_err(|e| {
+                        ServiceError::Failed(format!("the host's matrix product failed: {e}"))
+                    })?;
+                if product.len() != m * n {
+                    return Err(ServiceError::Failed(format!(
+                        "the host's matrix product has {} elements, not the {m}×{n} asked",
+                        product.len()
+                    )));
+                }
+                let mut answer = json!({"outputs": [[m, n]]}).to_string().into_bytes();
+                answer.push(b'\n');
+                answer.reserve(product.len() * 4);
+                for v in &product {
+                    answer.extend_from_slice(&v.to_le_bytes());
+                }
+                Ok(answer)
+            }
         }
     }
 }
@@ -461,6 +618,28 @@ mod tests {
                 .map(|t| Tensor {
                     shape: t.shape,
                     data: t.data.iter().map(|v| v * 2.0).collect(),
+                })
+                .collect())
+        }
+
+        /// The schoolbook product, in `f64`.
+        fn matmul(
+            &self,
+            lhs: Matrix<'_>,
+            rhs: Matrix<'_>,
+            column_major: bool,
+        ) -> Result<Vec<f32>, String> {
+            let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
+            Ok((0..m * n)
+                .map(|at| {
+                    let (i, j) = if column_major {
+                        (at % m, at / m)
+                    } else {
+                        (at / n, at % n)
+                    };
+                    (0..k)
+                        .map(|p| f64::from(lhs.at(i, p)) * f64::from(rhs.at(p, j)))
+                        .sum::<f64>() as f32
                 })
                 .collect())
         }
@@ -564,6 +743,89 @@ mod tests {
             got,
             request(r#"{"runs":[[[2,2]]]}"#, &[0.0, 2.0, 0.0, 10.0])
         );
+    }
+
+    #[test]
+    fn multiplies_two_matrices_without_naming_a_model() {
+        // [[1, 2, 3], [4, 5, 6]] · [[1, 0], [0, 1], [2, -1]]
+        let got = answer(&request(
+            r#"{"op":"matmul","inputs":[[2,3],[3,2]]}"#,
+            &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 1.0, 0.0, 0.0, 1.0, 2.0, -1.0],
+        ))
+        .unwrap();
+        assert_eq!(
+            got,
+            request(r#"{"outputs":[[2,2]]}"#, &[7.0, -1.0, 16.0, -1.0])
+        );
+        // The same matrices, the left one sent column by column, the product asked that way.
+        let got = answer(&request(
+            r#"{"op":"matmul","inputs":[[2,3],[3,2]],"column_major":[true,false,true]}"#,
+            &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0, 1.0, 0.0, 0.0, 1.0, 2.0, -1.0],
+        ))
+        .unwrap();
+        assert_eq!(
+            got,
+            request(r#"{"outputs":[[2,2]]}"#, &[7.0, 16.0, -1.0, -1.0])
+        );
+    }
+
+    #[test]
+    fn refuses_matrix_products_of_the_wrong_shapes_or_bytes() {
+        for (header, values, says) in [
+            (
+                r#"{"op":"matmul","inputs":[[2,3],[2,2]]}"#,
+                &[0.0f32; 10][..],
+                "multiplies a [2, 3] matrix by a [2, 2] one",
+            ),
+            (
+                r#"{"op":"matmul","inputs":[[2,3,1],[3,2]]}"#,
+                &[0.0; 12][..],
+                "takes [M, K] and [K, N]",
+            ),
+            (
+                r#"{"op":"matmul","inputs":[[1,1]]}"#,
+                &[0.0][..],
+                "two shapes",
+            ),
+            (r#"{"op":"matmul"}"#, &[][..], "two shapes"),
+            (
+                r#"{"op":"matmul","inputs":[[1,1],[1,1],[1,1]]}"#,
+                &[0.0; 3][..],
+                "two shapes",
+            ),
+            // No elements sent, and yet a product of a billion: refused before allocating it.
+            (
+                r#"{"op":"matmul","inputs":[[100000,0],[0,100000]]}"#,
+                &[][..],
+                "dimension of 0",
+            ),
+            (
+                r#"{"op":"matmul","inputs":[[10000,1],[1,10000]]}"#,
+                &[0.0; 20000][..],
+                "more than 67108864 elements",
+            ),
+            (
+                r#"{"op":"matmul","inputs":[[2,2],[2,2]]}"#,
+                &[0.0; 7][..],
+                "more elements",
+            ),
+            (
+                r#"{"op":"matmul","inputs":[[1,1],[1,1]]}"#,
+                &[0.0; 3][..],
+                "beyond its matrices",
+            ),
+            (
+                r#"{"op":"matmul","inputs":[[1,1],[1,1]],"column_major":[true,false]}"#,
+                &[0.0; 2][..],
+                "[LHS, RHS, PRODUCT]",
+            ),
+        ] {
+            let error = answer(&request(header, values)).unwrap_err();
+            let ServiceError::Failed(message) = &error else {
+                panic!("{header}: {error:?}")
+            };
+            assert!(message.contains(says), "{header}: {message}");
+        }
     }
 
     #[test]

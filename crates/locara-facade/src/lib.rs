@@ -59,9 +59,9 @@ pub use crate::{
 };
 pub use locara_exec::{
     ApprovalDecision, ApprovalRequest, Approver, CallContext, Egress, HandlerError, HostTool,
-    HttpClient, HttpRequest, HttpResponse, KV, LLM_CHAT, LlmEndpoint, MODELS_RUN, ModelFile,
-    ModelRunner, PROGRESS, Progress, ProgressEvent, ProgressSink, ServicesConfig, TOOLS, Tensor,
-    ToolHandler, WEB_FETCH,
+    HttpClient, HttpRequest, HttpResponse, KV, LLM_CHAT, LlmEndpoint, MODELS_RUN, Matrix,
+    ModelFile, ModelRunner, PROGRESS, Progress, ProgressEvent, ProgressSink, ServicesConfig, TOOLS,
+    Tensor, ToolHandler, WEB_FETCH,
 };
 pub use locara_manifest::{AppManifest, FsGrant, Grants, SafetyTier, ToolManifest, ToolRef};
 #[cfg(feature = "memory")]

@@ -11,6 +11,11 @@
 //! decides which call may run which of its tool's models, checks every request's tensors
 //! against their bytes, and enforces the call's deadline around [`RtenModels::run`]. Only
 //! `f32` inputs and outputs are supported, which is what image and audio models take.
+//!
+//! It also multiplies matrices for a guest that runs its model itself ([`ModelRunner::matmul`]):
+//! with `gemm`, the kernels candle uses natively, on rayon's pool, so a product comes out as
+//! it would in the same model run natively. It knows nothing of which products are worth the
+//! round trip; the guest decides.
 
 use std::{
     collections::VecDeque,
@@ -18,7 +23,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use locara_exec::{ModelFile, ModelRunner, Tensor};
+use locara_exec::{Matrix, ModelFile, ModelRunner, Tensor};
 use rayon::prelude::*;
 use rten::{Model, Value, ValueOrView};
 use rten_tensor::Layout;
@@ -121,6 +126,78 @@ impl ModelRunner for RtenModels {
                 })
             })
             .collect()
+    }
+
+    fn matmul(
+        &self,
+        lhs: Matrix<'_>,
+        rhs: Matrix<'_>,
+        column_major: bool,
+    ) -> Result<Vec<f32>, String> {
+        let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
+        if rhs.rows != k {
+            return Err(format!(
+                "cannot multiply a {m}×{k} matrix by a {}×{n} one",
+                rhs.rows
+            ));
+        }
+        let elements = m.checked_mul(n).ok_or("the product's size overflows")?;
+        if Some(lhs.data.len()) != m.checked_mul(k) || Some(rhs.data.len()) != k.checked_mul(n) {
+            return Err("a matrix does not have its shape's elements".to_owned());
+        }
+        // Each matrix's (column stride, row stride), in elements.
+        let strides = |rows: usize, cols: usize, column_major: bool| {
+            let (cs, rs) = if column_major { (rows, 1) } else { (1, cols) };
+            Ok::<_, String>((
+                isize::try_from(cs).map_err(|e| e.to_string())?,
+                isize::try_from(rs).map_err(|e| e.to_string())?,
+            ))
+        };
+        let (lhs_cs, lhs_rs) = strides(m, k, lhs.column_major)?;
+        let (rhs_cs, rhs_rs) = strides(k, n, rhs.column_major)?;
+        let (dst_cs, dst_rs) = strides(m, n, column_major)?;
+        let mut dst = vec![0f32; elements];
+        let threads = rayon::current_num_threads();
+        let parallelism = if threads > 1 {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        };
+        // gemm computes dst := alpha·dst + beta·lhs·rhs; with `read_dst` false, dst is only
+        // written.
+        #[allow(
+            unsafe_code,
+            reason = "gemm's entry point takes raw pointers and strides"
+        )]
+        // SAFETY: each matrix's strides are those of its layout (column stride 1 and row
+        // stride its width row by row; the other way round column by column), and each slice
+        // holds exactly its rows × columns elements (checked above), so every element gemm
+        // reaches from these pointers and strides is in bounds; `dst` is a distinct
+        // allocation, borrowed mutably for the call only.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                dst_cs,
+                dst_rs,
+                false,
+                lhs.data.as_ptr(),
+                lhs_cs,
+                lhs_rs,
+                rhs.data.as_ptr(),
+                rhs_cs,
+                rhs_rs,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
+        Ok(dst)
     }
 
     fn run_each(

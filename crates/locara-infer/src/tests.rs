@@ -156,3 +156,62 @@ fn runs_each_of_several_at_once_as_it_runs_each_alone() {
         .unwrap_err();
     assert_eq!(error, "stopped");
 }
+
+#[test]
+fn multiplies_matrices_as_the_schoolbook_does() {
+    // Odd sizes, larger than gemm's kernels and blocks in every dimension, so that edges and
+    // packing are exercised; values that make rounding visible; every layout.
+    let (m, k, n) = (67, 301, 45);
+    let value = |i: usize| ((i * 7919) % 1000) as f32 / 250.0 - 2.0;
+    let lhs: Vec<f32> = (0..m * k).map(value).collect();
+    let rhs: Vec<f32> = (0..k * n).map(|i| value(i + 13)).collect();
+    let models = RtenModels::new();
+    for layouts in 0..8 {
+        let [lhs_columns, rhs_columns, columns] = [0, 1, 2].map(|bit| layouts & (1 << bit) != 0);
+        fn matrix(rows: usize, cols: usize, data: &[f32], column_major: bool) -> Matrix<'_> {
+            Matrix {
+                rows,
+                cols,
+                data,
+                column_major,
+            }
+        }
+        let (a, b) = (
+            matrix(m, k, &lhs, lhs_columns),
+            matrix(k, n, &rhs, rhs_columns),
+        );
+        let product = models.matmul(a, b, columns).unwrap();
+        let c = matrix(m, n, &product, columns);
+        for i in 0..m {
+            for j in 0..n {
+                let exact: f64 = (0..k)
+                    .map(|p| f64::from(a.at(i, p)) * f64::from(b.at(p, j)))
+                    .sum();
+                let got = f64::from(c.at(i, j));
+                assert!(
+                    (got - exact).abs() < 1e-3,
+                    "layouts {layouts:03b}, ({i}, {j}): {got} against {exact}"
+                );
+            }
+        }
+    }
+    let wrong = vec![0.0; (k + 1) * n];
+    let error = models
+        .matmul(
+            Matrix {
+                rows: m,
+                cols: k,
+                data: &lhs,
+                column_major: false,
+            },
+            Matrix {
+                rows: k + 1,
+                cols: n,
+                data: &wrong,
+                column_major: false,
+            },
+            false,
+        )
+        .unwrap_err();
+    assert!(error.contains("67×301 matrix by a 302×45"), "{error}");
+}

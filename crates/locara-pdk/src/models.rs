@@ -14,6 +14,8 @@
 //! lists `models.run` in its `capability_requirements`. The app may not grant it, or the host
 //! may not offer it: the call then fails with [`ErrorKind::BadArgs`](crate::ErrorKind), and
 //! the tool should run the model itself (its files are at `/models`), as [`refused`] tells.
+//! A tool that runs a model itself (its weights in the guest) may still have the host compute
+//! its large matrix products, [`matmul`], refused in the same cases.
 
 use std::collections::BTreeMap;
 
@@ -142,6 +144,93 @@ pub fn run_each(
         return Err(malformed("data beyond its outputs' shapes"));
     }
     Ok(outputs)
+}
+
+/// A matrix for [`matmul`]: its shape, and its elements row by row, or column by column when
+/// `column_major` (a transposed view, as a model's weights often are, sent as it lies).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Matrix<'a> {
+    /// How many rows it has.
+    pub rows: usize,
+    /// How many columns it has.
+    pub cols: usize,
+    /// Its `rows × cols` elements.
+    pub data: &'a [f32],
+    /// Whether `data` holds it column by column.
+    pub column_major: bool,
+}
+
+/// Writes the product of `lhs` (`m × k`) and `rhs` (`k × n`) into `out` (`m × n` elements,
+/// column by column when `column_major`), computed by the host at native speed: the matrix
+/// products of a model the tool runs itself (its weights in the guest), without a model file.
+/// The host computes each element as its own matrix kernels do, so a product may differ from
+/// the guest's in the last bits of a sum. Worth a round trip only for large products: the
+/// matrices cross the boundary both ways (as they lie, copied whole, never element by
+/// element).
+///
+/// # Errors
+/// The host refused (see [`refused`]), or the shapes do not fit (`out` included).
+pub fn matmul(
+    lhs: Matrix<'_>,
+    rhs: Matrix<'_>,
+    out: &mut [f32],
+    column_major: bool,
+) -> Result<(), ToolError> {
+    let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
+    if rhs.rows != k
+        || Some(lhs.data.len()) != m.checked_mul(k)
+        || Some(rhs.data.len()) != k.checked_mul(n)
+        || Some(out.len()) != m.checked_mul(n)
+    {
+        return Err(ToolError::failed(format!(
+            "a matrix product of {m}×{k} ({} elements) by {}×{n} ({} elements) into {} elements does not fit",
+            lhs.data.len(),
+            rhs.rows,
+            rhs.data.len(),
+            out.len()
+        )));
+    }
+    let header = json!({
+        "op": "matmul",
+        "inputs": [[m, k], [k, n]],
+        "column_major": [lhs.column_major, rhs.column_major, column_major],
+    });
+    let mut request = header.to_string().into_bytes();
+    request.push(b'\n');
+    request.reserve((lhs.data.len() + rhs.data.len()) * 4);
+    put_floats(&mut request, lhs.data);
+    put_floats(&mut request, rhs.data);
+    let answer = host::call_bytes(SERVICE, &request)?;
+    let (header, data) = split(&answer)?;
+    let header: Value = serde_json::from_slice(header).map_err(malformed)?;
+    if header["outputs"] != json!([[m, n]]) || data.len() != out.len() * 4 {
+        return Err(malformed(format_args!("not one {m}×{n} product as asked")));
+    }
+    get_floats(data, out);
+    Ok(())
+}
+
+/// Appends `values` as little-endian `f32`s: one copy where the machine is little-endian
+/// (WebAssembly is).
+fn put_floats(out: &mut Vec<u8>, values: &[f32]) {
+    if cfg!(target_endian = "little") {
+        out.extend_from_slice(bytemuck::cast_slice(values));
+    } else {
+        values
+            .iter()
+            .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    }
+}
+
+/// Reads `out.len()` little-endian `f32`s from `bytes` (exactly as many bytes) into `out`.
+fn get_floats(bytes: &[u8], out: &mut [f32]) {
+    if cfg!(target_endian = "little") {
+        bytemuck::cast_slice_mut(out).copy_from_slice(bytes);
+    } else {
+        for (value, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+            *value = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+    }
 }
 
 /// The shapes of `inputs`, each checked against its number of elements.
