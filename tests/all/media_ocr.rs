@@ -2,81 +2,15 @@
 //! own text layer for the same region as the transcript: the character error rate is printed
 //! and bounded. The PP-OCR models come from PyPI (`rapidocr-onnxruntime`), pinned by sha256.
 
-use std::{
-    collections::BTreeMap,
-    path::Path,
-    sync::{Arc, Mutex},
-    time::Instant,
-};
+use std::{path::Path, sync::Arc, time::Instant};
 
-use locara_facade::{
-    BackendKind, Grants, Locara, LocaraConfig, MODELS_RUN, ModelFile, ModelRunner, RunRequest,
-    SafetyTier,
-};
-use locara_infer::RtenModels;
-use locara_test_artifacts::{SHARED_COMPILED_CACHE, TestHome};
+use locara_facade::{BackendKind, Locara, RunRequest};
 use serde_json::json;
 
 use crate::media_support::{
-    blob, call, edit_distance, engines, libtasn1_pdf, mime_spec_pdf, output, program, run,
+    Counted, blob, call, edit_distance, engines, libtasn1_pdf, mime_spec_pdf, models_host, output,
+    program, run,
 };
-
-/// The host's model runner, counting the runs of each model.
-#[derive(Debug, Default)]
-struct Counted {
-    models: RtenModels,
-    runs: Mutex<BTreeMap<String, usize>>,
-}
-
-impl Counted {
-    fn runs(&self, model: &str) -> usize {
-        self.runs.lock().unwrap().get(model).copied().unwrap_or(0)
-    }
-}
-
-impl ModelRunner for Counted {
-    fn metadata(
-        &self,
-        model: &ModelFile,
-        keys: &[String],
-    ) -> Result<Vec<(String, String)>, String> {
-        self.models.metadata(model, keys)
-    }
-
-    fn run(
-        &self,
-        model: &ModelFile,
-        inputs: Vec<locara_facade::Tensor>,
-    ) -> Result<Vec<locara_facade::Tensor>, String> {
-        *self
-            .runs
-            .lock()
-            .unwrap()
-            .entry(model.name.clone())
-            .or_default() += 1;
-        self.models.run(model, inputs)
-    }
-}
-
-/// A `Locara` on `engine` whose host runs models with `runner`, for an app that grants
-/// `models.run` when `grant` says so.
-fn models_host(
-    home: &TestHome,
-    engine: BackendKind,
-    runner: Option<Arc<Counted>>,
-    grant: bool,
-) -> Locara {
-    let mut grants = Grants::new().with_max_safety_tier(SafetyTier::SideEffecting);
-    if grant {
-        grants = grants.with_service(MODELS_RUN);
-    }
-    let mut config = LocaraConfig::new(home.path())
-        .with_engine(engine)
-        .with_grants(grants)
-        .with_compiled_cache(SHARED_COMPILED_CACHE);
-    config.services.models = runner.map(|r| r as Arc<dyn ModelRunner>);
-    Locara::new(&config).expect("locara starts")
-}
 
 /// A line of a PDF page as poppler lays it out: its box in points and its words.
 struct Line {

@@ -6,15 +6,19 @@
 //! machine. A missing one fails the test with the package to install, never skips it.
 
 use std::{
+    collections::BTreeMap,
     io::Write as _,
     path::{Path, PathBuf},
     process::{Command, Stdio},
+    sync::{Arc, Mutex},
 };
 
 use base64::Engine as _;
 use locara_facade::{
-    BackendKind, FsGrant, Grants, Locara, LocaraConfig, RunRequest, RunResponse, SafetyTier,
+    BackendKind, FsGrant, Grants, Locara, LocaraConfig, MODELS_RUN, ModelFile, ModelRunner,
+    RunRequest, RunResponse, SafetyTier,
 };
+use locara_infer::RtenModels;
 use locara_test_artifacts::{SHARED_COMPILED_CACHE, TestHome};
 use locara_upstream::fetch::{BlobCache, PinnedFile};
 use serde_json::Value;
@@ -264,4 +268,77 @@ pub(crate) fn edit_distance<T: PartialEq>(a: &[T], b: &[T]) -> usize {
         previous = current;
     }
     previous[b.len()]
+}
+
+/// The host's model runner, counting the runs of each model (and its matrix products, as
+/// `matmul`).
+#[derive(Debug, Default)]
+pub(crate) struct Counted {
+    models: RtenModels,
+    runs: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Counted {
+    pub(crate) fn runs(&self, model: &str) -> usize {
+        self.runs.lock().unwrap().get(model).copied().unwrap_or(0)
+    }
+}
+
+impl ModelRunner for Counted {
+    fn metadata(
+        &self,
+        model: &ModelFile,
+        keys: &[String],
+    ) -> Result<Vec<(String, String)>, String> {
+        self.models.metadata(model, keys)
+    }
+
+    fn run(
+        &self,
+        model: &ModelFile,
+        inputs: Vec<locara_facade::Tensor>,
+    ) -> Result<Vec<locara_facade::Tensor>, String> {
+        *self
+            .runs
+            .lock()
+            .unwrap()
+            .entry(model.name.clone())
+            .or_default() += 1;
+        self.models.run(model, inputs)
+    }
+
+    fn matmul(
+        &self,
+        lhs: locara_facade::Matrix<'_>,
+        rhs: locara_facade::Matrix<'_>,
+        column_major: bool,
+    ) -> Result<Vec<f32>, String> {
+        *self
+            .runs
+            .lock()
+            .unwrap()
+            .entry("matmul".to_owned())
+            .or_default() += 1;
+        self.models.matmul(lhs, rhs, column_major)
+    }
+}
+
+/// A `Locara` on `engine` whose host runs models with `runner`, for an app that grants
+/// `models.run` when `grant` says so.
+pub(crate) fn models_host(
+    home: &TestHome,
+    engine: BackendKind,
+    runner: Option<Arc<Counted>>,
+    grant: bool,
+) -> Locara {
+    let mut grants = Grants::new().with_max_safety_tier(SafetyTier::SideEffecting);
+    if grant {
+        grants = grants.with_service(MODELS_RUN);
+    }
+    let mut config = LocaraConfig::new(home.path())
+        .with_engine(engine)
+        .with_grants(grants)
+        .with_compiled_cache(SHARED_COMPILED_CACHE);
+    config.services.models = runner.map(|r| r as Arc<dyn ModelRunner>);
+    Locara::new(&config).expect("locara starts")
 }

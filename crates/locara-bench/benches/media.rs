@@ -15,6 +15,10 @@
 //!   (decoding the base64 and staging the bytes in the call's temp dir). Also reported beside
 //!   the target, not against it: a client of `locara serve` sends files as base64.
 //!
+//! - sandbox, models in the guest (the tools that declare `models.run`): the default host
+//!   for an app that does not grant it. `ocr` then runs its models in the sandbox, and
+//!   `audio.transcribe` computes its encoder's large matrix products there (with it, the host
+//!   computes them, natively, on one thread here). Reported beside the target.
 //! - the whole page once more, in a second process where rten keeps its thread pool: `ocr`'s
 //!   models run on every core, in the host (`models.run`) and natively, as `locara run ocr`
 //!   runs them. The other rows run every model on one thread, natively too.
@@ -208,7 +212,7 @@ fn main() -> Result<()> {
             }),
             compared: text,
             slow: true,
-            host_models: false,
+            host_models: true,
         },
     ];
 
