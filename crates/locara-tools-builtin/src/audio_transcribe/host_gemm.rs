@@ -23,15 +23,16 @@ use locara_pdk::models;
 /// Set once the host refused a product: the rest are computed here, without asking.
 static REFUSED: AtomicBool = AtomicBool::new(false);
 
-/// The fewest multiply-adds a product must have to be sent: below it, the round trip (two
-/// copies of each matrix each way and a thread hop on the host) costs more than it saves.
+/// The fewest multiply-adds a product must have to be sent: below it, the round trip (the
+/// matrices copied into the request and out of it on the host, the product back, and a
+/// thread hop on the host) costs more than it saves.
 const MIN_MULTIPLY_ADDS: usize = 1 << 22;
 /// The fewest multiply-adds per element sent or received: a product whose matrices are large
 /// for the work they carry (the vocabulary projection of one token: one multiply-add per
 /// weight) is cheaper to compute here than to copy. Whisper's attention products (59 per
 /// element: each head's 1500 × 1500 scores from 64-wide queries and keys) are worth sending:
 /// with the matrices copied whole, the media bench's window went from 1.57× native (the
-/// threshold at 128, the attention in the guest) to 1.43×.
+/// threshold at 128, the attention in the guest) to 1.43–1.52×.
 const MIN_MULTIPLY_ADDS_PER_ELEMENT: usize = 48;
 
 /// Routes gemm's `f32` products through [`multiply`] from now on. Idempotent.
