@@ -28,10 +28,11 @@
 //!   runs a model itself (its weights in the guest) and hands the host its large products. An
 //!   optional `"column_major": [LHS, RHS, PRODUCT]` (booleans, `false` when absent) says which
 //!   of the three are laid out column by column instead of row by row (a transposed view, as
-//!   a model's weights often are), so that neither side copies a matrix element by element. No model is named: the host computes on the tool's data, and runs no code or
-//!   graph of the tool's. Every dimension is at least 1 and the product has at most
-//!   [`MAX_PRODUCT_ELEMENTS`] elements, so the host allocates no more than the guest sent
-//!   could justify.
+//!   a model's weights often are), so that neither side copies a matrix element by element.
+//!   No model is named: the host computes on the tool's data, and runs no code or graph of
+//!   the tool's. Every dimension is at least 1 and the product has at most
+//!   [`MAX_PRODUCT_ELEMENTS`] elements, which bounds what the host allocates for its answer
+//!   (the inputs, which the guest's memory held, bound the rest).
 
 use std::{
     fmt,
