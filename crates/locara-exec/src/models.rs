@@ -283,18 +283,6 @@ impl CallModels {
                 Ok(Work::Metadata(file.clone(), keys))
             }
             Some("run") => {
-                let shapes = |list: &Value| -> Option<Vec<Vec<usize>>> {
-                    list.as_array()?
-                        .iter()
-                        .map(|shape| {
-                            shape
-                                .as_array()?
-                                .iter()
-                                .map(|d| usize::try_from(d.as_u64()?).ok())
-                                .collect()
-                        })
-                        .collect()
-                };
                 let (runs, several) = match (header.get("inputs"), header.get("runs")) {
                     (Some(inputs), None) => (vec![shapes(inputs).ok_or_else(malformed)?], false),
                     (None, Some(runs)) => {
@@ -341,22 +329,24 @@ impl CallModels {
     }
 }
 
+/// A JSON array of shapes, each an array of dimensions; `None` if it is anything else.
+fn shapes(list: &Value) -> Option<Vec<Vec<usize>>> {
+    list.as_array()?
+        .iter()
+        .map(|shape| {
+            shape
+                .as_array()?
+                .iter()
+                .map(|d| usize::try_from(d.as_u64()?).ok())
+                .collect()
+        })
+        .collect()
+}
+
 /// A `matmul` request: two matrices, `[M, K]` and `[K, N]`, every dimension at least 1, whose
 /// product has at most [`MAX_PRODUCT_ELEMENTS`] elements, and exactly their bytes.
 fn parse_matmul(header: &Value, data: &[u8]) -> Result<Work, ServiceError> {
-    let shapes: Option<Vec<Vec<usize>>> = header["inputs"].as_array().and_then(|inputs| {
-        inputs
-            .iter()
-            .map(|shape| {
-                shape
-                    .as_array()?
-                    .iter()
-                    .map(|d| usize::try_from(d.as_u64()?).ok())
-                    .collect()
-            })
-            .collect()
-    });
-    let (m, k, n) = match shapes.as_deref() {
+    let (m, k, n) = match shapes(&header["inputs"]).as_deref() {
         Some([lhs, rhs]) => match (lhs.as_slice(), rhs.as_slice()) {
             (&[m, k], &[k2, n]) if k == k2 => (m, k, n),
             _ => {
@@ -516,10 +506,7 @@ impl Work {
                 }
                 let mut answer = json!({"outputs": [[m, n]]}).to_string().into_bytes();
                 answer.push(b'\n');
-                answer.reserve(product.len() * 4);
-                for v in &product {
-                    answer.extend_from_slice(&v.to_le_bytes());
-                }
+                put_floats(&mut answer, &product);
                 Ok(answer)
             }
         }
@@ -581,11 +568,17 @@ impl Runs {
         let elements: usize = runs.iter().flatten().map(|t| t.data.len()).sum();
         answer.reserve(elements * 4);
         for t in runs.iter().flatten() {
-            for v in &t.data {
-                answer.extend_from_slice(&v.to_le_bytes());
-            }
+            put_floats(&mut answer, &t.data);
         }
         Ok(answer)
+    }
+}
+
+/// Appends `values` to an answer as little-endian `f32`s.
+fn put_floats(answer: &mut Vec<u8>, values: &[f32]) {
+    answer.reserve(values.len() * 4);
+    for v in values {
+        answer.extend_from_slice(&v.to_le_bytes());
     }
 }
 

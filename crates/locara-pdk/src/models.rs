@@ -195,12 +195,8 @@ pub fn matmul(
         "inputs": [[m, k], [k, n]],
         "column_major": [lhs.column_major, rhs.column_major, column_major],
     });
-    let mut request = header.to_string().into_bytes();
-    request.push(b'\n');
-    request.reserve((lhs.data.len() + rhs.data.len()) * 4);
-    put_floats(&mut request, lhs.data);
-    put_floats(&mut request, rhs.data);
-    let answer = host::call_bytes(SERVICE, &request)?;
+    let inputs: [(&[usize], &[f32]); 2] = [(&[m, k], lhs.data), (&[k, n], rhs.data)];
+    let answer = host::call_bytes(SERVICE, &encode(header, &[&inputs]))?;
     let (header, data) = split(&answer)?;
     let header: Value = serde_json::from_slice(header).map_err(malformed)?;
     if header["outputs"] != json!([[m, n]]) || data.len() != out.len() * 4 {
@@ -265,9 +261,7 @@ fn encode(header: Value, runs: &[&[(&[usize], &[f32])]]) -> Vec<u8> {
         .sum();
     request.reserve(elements * 4);
     for (_, data) in runs.iter().flat_map(|r| r.iter()) {
-        for v in *data {
-            request.extend_from_slice(&v.to_le_bytes());
-        }
+        put_floats(&mut request, data);
     }
     request
 }
@@ -287,10 +281,8 @@ fn take_tensors(shapes: &Value, data: &mut &[u8]) -> Result<Vec<Tensor>, ToolErr
             .ok_or_else(|| malformed("an output's shape larger than its data"))?;
         let (these, rest) = data.split_at(bytes);
         *data = rest;
-        let values = these
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let mut values = vec![0.0; bytes / 4];
+        get_floats(these, &mut values);
         outputs.push(Tensor {
             shape,
             data: values,
