@@ -383,14 +383,83 @@ fn stage_blobs(
 
 /// Decodes standard base64 (RFC 4648, with padding). A file argument is megabytes of it and
 /// its decoding is most of what the host does for such a call, so the vector decoder
-/// (`base64-simd`, AVX2/SSE4.1/NEON chosen at run time) goes first; any input it refuses is
-/// decoded again by `base64`, whose answer (the bytes, or the error naming the offending
-/// symbol and its offset) is the one given.
+/// (`base64-simd`, AVX2/SSE4.1/NEON chosen at run time) goes first, on two threads for a long
+/// text ([`vector_decode`]); any input it refuses is decoded again by `base64`, whose answer
+/// (the bytes, or the error naming the offending symbol and its offset) is the one given.
 fn decode_base64(encoded: &str) -> Result<Vec<u8>, base64::DecodeError> {
     use base64::Engine as _;
-    base64_simd::STANDARD
-        .decode_to_vec(encoded)
-        .or_else(|_| base64::engine::general_purpose::STANDARD.decode(encoded))
+    vector_decode(encoded.as_bytes(), TWO_THREADS_FROM)
+        .ok_or(())
+        .or_else(|()| base64::engine::general_purpose::STANDARD.decode(encoded))
+}
+
+/// The shortest base64 text decoded on two threads: ~1 MiB takes the vector decoder ~0.12 ms,
+/// against ~20 µs to start a thread (a minute of WAV, 7 MB of text, takes 0.83 ms on one and
+/// 0.55 ms on two, on a 2-core machine).
+const TWO_THREADS_FROM: usize = 1 << 20;
+
+/// `text` decoded by `base64-simd`, or `None` where it refuses it. From `two_threads_from`
+/// bytes on, where the machine has a second core, the text is cut in two at a multiple of
+/// four characters and the first half decoded on a second thread into the first part of the
+/// answer while this one decodes the second. Each half is checked as a whole base64 text, and
+/// each must fill its part exactly: a first half ending in padding (valid alone, the whole
+/// not) decodes to fewer bytes than its part holds, and is refused.
+fn vector_decode(text: &[u8], two_threads_from: usize) -> Option<Vec<u8>> {
+    use base64_simd::Out;
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let engine = base64_simd::STANDARD;
+    let total = engine.decoded_length(text).ok()?;
+    let mut decoded = Vec::with_capacity(total);
+    let spare = &mut decoded.spare_capacity_mut()[..total];
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let written = if text.len() < two_threads_from.max(8) || cores < 2 {
+        engine
+            .decode(text, Out::from_uninit_slice(spare))
+            .ok()?
+            .len()
+    } else {
+        let (head, tail) = text.split_at(text.len() / 8 * 4);
+        let (first, second) = spare.split_at_mut(head.len() / 4 * 3);
+        let (first_len, second_len) = (first.len(), second.len());
+        let halves = std::thread::scope(|scope| {
+            let other = std::thread::Builder::new()
+                .name("locara-base64".to_owned())
+                .spawn_scoped(scope, || {
+                    engine
+                        .decode(head, Out::from_uninit_slice(first))
+                        .map(|d| d.len())
+                })
+                .ok()?;
+            let this = engine
+                .decode(tail, Out::from_uninit_slice(second))
+                .map(|d| d.len());
+            let other = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Some((other.ok(), this.ok()))
+        });
+        // Where no thread could be started, this one decodes the whole text.
+        let Some((head_written, tail_written)) = halves else {
+            return engine.decode_to_vec(text).ok();
+        };
+        if head_written? != first_len || tail_written? != second_len {
+            return None;
+        }
+        total
+    };
+    if written != total {
+        return None;
+    }
+    #[allow(
+        unsafe_code,
+        reason = "the decoder writes into the vector's spare capacity"
+    )]
+    // SAFETY: `total` is within the capacity reserved above, and the decoder initialised the
+    // first `total` bytes: one call or two wrote exactly that many (checked just above).
+    unsafe {
+        decoded.set_len(total);
+    }
+    Some(decoded)
 }
 
 /// The names of a tool's file arguments: top-level input properties whose schema carries
@@ -584,7 +653,7 @@ fn result_of(
 mod tests {
     use base64::Engine as _;
 
-    use super::decode_base64;
+    use super::{decode_base64, vector_decode};
 
     /// `decode_base64` accepts exactly what `base64`'s standard engine accepts, with the same
     /// bytes: encoded data of every length, and the same data broken every way a caller could
@@ -629,6 +698,35 @@ mod tests {
         }
         for case in &cases {
             assert_eq!(decode_base64(case).ok(), reference(case), "{case:?}");
+            // The same, cut in two and decoded on two threads (a long text's way).
+            assert_eq!(
+                vector_decode(case.as_bytes(), 0),
+                vector_decode(case.as_bytes(), usize::MAX),
+                "{case:?} on two threads"
+            );
+        }
+        // A text long enough to be decoded on two threads by default, whole and with a bad
+        // symbol in either half.
+        let bytes: Vec<u8> = (0..(800 << 10) + 2).map(|_| next() as u8).collect();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        assert!(encoded.len() >= super::TWO_THREADS_FROM);
+        assert_eq!(decode_base64(&encoded).ok(), Some(bytes));
+        for at in [17, encoded.len() - 9] {
+            let mut broken = encoded.clone().into_bytes();
+            broken[at] = b'!';
+            let broken = String::from_utf8(broken).expect("ASCII");
+            assert_eq!(
+                decode_base64(&broken).map_err(|e| e.to_string()),
+                base64::engine::general_purpose::STANDARD
+                    .decode(&broken)
+                    .map_err(|e| e.to_string()),
+                "a bad symbol at {at}"
+            );
+        }
+        // Two halves valid alone, padding where the text is cut: the whole is not base64.
+        for case in ["QQ==QUJD", "QUI=QUJDQUJD", "QUJDQQ==QUJDQUJD"] {
+            assert_eq!(reference(case), None, "{case:?}");
+            assert_eq!(vector_decode(case.as_bytes(), 0), None, "{case:?}");
         }
     }
 }
