@@ -208,3 +208,72 @@ async fn full_scale_16_bit_samples_measure_0_db() {
         );
     }
 }
+
+/// A long file argument (over 1 MiB of base64) is decoded while the tool runs, its start read
+/// while the rest is decoded (audio.detect-silence can change nothing outside its sandbox): the
+/// answer is the one for the same file read from the workspace, and a bad symbol near the end
+/// of the text, which the tool reaches last, still fails the call as invalid input naming it,
+/// on both engines.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_file_argument_is_decoded_while_the_tool_runs() {
+    // 70 s of 8 kHz mono: each third second silent, the others a tone.
+    let samples: Vec<i16> = (0..70 * 8000)
+        .map(|i| {
+            if (i / 8000) % 3 == 2 {
+                0
+            } else {
+                ((f64::from(i) * 0.3).sin() * 8000.0) as i16
+            }
+        })
+        .collect();
+    let wav = wav_16_bit(&samples);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("long.wav"), &wav).unwrap();
+    let source = blob(&wav);
+    let text = source["base64"].as_str().unwrap().to_owned();
+    assert!(text.len() > 1 << 20, "{} bytes of base64", text.len());
+    let (_home, hosts) = engines(&[], Some(dir.path()));
+    for locara in &hosts {
+        let what = locara.engine().name();
+        let arguments = |source: Value| json!({"source": source, "min_silence_ms": 500});
+        let (made, _) = output(locara, "audio.detect-silence", arguments(source.clone())).await;
+        let read = crate::media_support::call(
+            locara,
+            locara_facade::RunRequest::new(
+                "audio.detect-silence",
+                arguments(json!({"path": "long.wav"})),
+            )
+            .with_workspace(dir.path()),
+        )
+        .await;
+        assert_eq!(
+            Some(&made),
+            read.output.as_ref(),
+            "{what}: {:?}",
+            read.error
+        );
+        assert_eq!(regions(&made).len(), 23, "{what}: {made}");
+
+        let mut damaged = text.clone().into_bytes();
+        let at = damaged.len() - 100;
+        damaged[at] = b'*';
+        let damaged = String::from_utf8(damaged).unwrap();
+        let error = locara
+            .run(locara_facade::RunRequest::new(
+                "audio.detect-silence",
+                arguments(json!({ "base64": damaged })),
+            ))
+            .await
+            .unwrap_err();
+        let report = error.report();
+        assert_eq!(report.code, "invalid_input", "{what}: {error}");
+        assert_eq!(report.violations[0].pointer, "/source/base64", "{what}");
+        assert!(
+            report.violations[0]
+                .message
+                .contains(&format!("offset {at}")),
+            "{what}: {}",
+            report.violations[0].message
+        );
+    }
+}

@@ -9,8 +9,8 @@ use std::{
 use locara_manifest::{EffectiveLimits, ToolManifest};
 use locara_registry::{Digest, VerifiedArtifact};
 use locara_sandbox::{
-    CancelToken, Capabilities, Compiled, DirPerms, LimitKind, Limits, RunArgs, RunFuture,
-    RunOutcome, RunStatus, Sandbox,
+    CancelToken, Capabilities, Compiled, DirPerms, LimitKind, Limits, MadeBytes, RunArgs,
+    RunFuture, RunOutcome, RunStatus, Sandbox,
 };
 use serde_json::Value;
 use tower::Service;
@@ -88,27 +88,30 @@ impl Execute {
     /// Runs a call to its end on this (blocking) thread, compiling its module first if needed.
     fn run(
         &self,
-        call: &ResolvedCall,
+        call: &mut ResolvedCall,
         artifact: &VerifiedArtifact,
         cancel: &CancelToken,
         runtime: tokio::runtime::Handle,
     ) -> Result<ToolResult, ExecError> {
         let compiled = self.compiled(artifact)?;
-        let (args, limits) = self.prepare(call, artifact, cancel, runtime)?;
+        let (args, limits, made) = self.prepare(call, artifact, cancel, runtime)?;
         let outcome =
             compiled.run_cancellable(&args.input, &args.limits, &args.caps, &args.cancel)?;
-        self.finish(artifact, &limits, outcome)
+        drop(args);
+        self.finish(artifact, &limits, outcome, &made)
     }
 
-    /// What the sandbox is given for a call: its input, limits and capabilities, and the
-    /// effective limits the result reports.
+    /// What the sandbox is given for a call: its input, limits and capabilities, the
+    /// effective limits the result reports, and the file arguments decoded while it runs. A
+    /// file argument's base64 text made so ([`stage_blobs`]) is taken out of the call's
+    /// arguments, not copied.
     fn prepare(
         &self,
-        call: &ResolvedCall,
+        call: &mut ResolvedCall,
         artifact: &VerifiedArtifact,
         cancel: &CancelToken,
         runtime: tokio::runtime::Handle,
-    ) -> Result<(RunArgs, EffectiveLimits), ExecError> {
+    ) -> Result<(RunArgs, EffectiveLimits, Vec<MadeBlob>), ExecError> {
         let manifest = artifact.manifest();
         let limits = effective_limits(&manifest.limits(), &self.max_limits);
         let sandbox_limits = Limits {
@@ -165,7 +168,7 @@ impl Execute {
             || declares_models
         {
             caps = caps.with_services(Arc::new(CallServices {
-                runtime,
+                runtime: runtime.clone(),
                 config: self.services.clone(),
                 tool: manifest.tool_ref().to_string(),
                 hosts: grant.hosts.clone(),
@@ -189,11 +192,31 @@ impl Execute {
         if let Some(seed) = call.context.seed {
             caps = caps.with_random_seed(seed);
         }
+        // A call that can change nothing outside its sandbox (no workspace it may write, no
+        // host service with effects) may start before its file arguments are decoded: one
+        // found damaged late fails the call all the same, and nothing the tool did outlives it.
+        let contained = call
+            .grant
+            .workspace()
+            .is_none_or(|(_, perms)| perms == DirPerms::ReadOnly)
+            && grant.hosts.is_empty()
+            && !grant.llm
+            && !grant.kv
+            && !grant.tools;
+        let mut made = Vec::new();
         // Only a tool with file arguments has its arguments rewritten (and so copied).
         let input = if file_arguments(manifest).next().is_some() {
-            let (arguments, staged) = stage_blobs(manifest, &call.arguments)?;
+            let producers = contained.then_some(&runtime);
+            let (arguments, staged) = stage_blobs(manifest, &mut call.arguments, producers)?;
             for (name, bytes) in staged {
-                caps = caps.with_temp_file(format!("in/{name}"), bytes);
+                caps = match bytes {
+                    Staged::Decoded(bytes) => caps.with_temp_file(format!("in/{name}"), bytes),
+                    Staged::Made(blob) => {
+                        let bytes = Arc::clone(&blob.bytes);
+                        made.push(blob);
+                        caps.with_made_temp_file(format!("in/{name}"), bytes)
+                    }
+                };
             }
             serde_json::to_vec(&arguments)
         } else {
@@ -208,15 +231,19 @@ impl Execute {
                 cancel: cancel.clone(),
             },
             limits,
+            made,
         ))
     }
 
-    /// Turns how the call ended into its result.
+    /// Turns how the call ended into its result: the input's error instead when a file
+    /// argument decoded while the call ran turns out not to be base64 (decoded to its end
+    /// here if the tool did not read all of it).
     fn finish(
         &self,
         artifact: &VerifiedArtifact,
         limits: &EffectiveLimits,
         outcome: RunOutcome,
+        made: &[MadeBlob],
     ) -> Result<ToolResult, ExecError> {
         let manifest = artifact.manifest();
         if outcome.status == RunStatus::Cancelled {
@@ -225,6 +252,16 @@ impl Execute {
                 manifest.tool_ref(),
                 outcome.elapsed.as_millis()
             )));
+        }
+        if let Some(blob) = made.iter().find(|blob| !blob.bytes.finish()) {
+            let message = match decode_base64(blob.text()) {
+                Err(e) => e.to_string(),
+                // `base64-simd` refuses exactly what `base64` does (the unit test below), so
+                // this is not expected; the call is answered as failed all the same, since
+                // the tool read an error where its input was.
+                Ok(_) => "the vector decoder refused it".to_owned(),
+            };
+            return Err(invalid_base64(manifest, &blob.name, &message));
         }
         let engine = self
             .sandbox
@@ -269,13 +306,14 @@ impl Service<ResolvedCall> for Execute {
         // stops the call in the sandbox, which then removes its temp dir as after any end.
         let guard = CancelOnDrop(cancel.clone());
         Box::pin(async move {
+            let mut call = call;
             let _guard = guard;
             let runtime = tokio::runtime::Handle::current();
             // A module this process compiled already starts on this thread: a short call ends
             // in its first slice with no thread hop, a longer one continues on a blocking
             // thread (see `drive`). A first call compiles, which is never done here.
             if let Some(compiled) = this.compiled_already(&artifact) {
-                let (args, limits) = this.prepare(&call, &artifact, &cancel, runtime)?;
+                let (args, limits, made) = this.prepare(&mut call, &artifact, &cancel, runtime)?;
                 let inline = staged_bytes(&args.caps) <= INLINE_STAGED_BYTES;
                 let outcome = match compiled.start(args) {
                     Ok(future) => drive(future, inline).await?,
@@ -290,9 +328,9 @@ impl Service<ResolvedCall> for Execute {
                     .await
                     .map_err(|e| ExecError::Cancelled(e.to_string()))??,
                 };
-                return this.finish(&artifact, &limits, outcome);
+                return this.finish(&artifact, &limits, outcome, &made);
             }
-            tokio::task::spawn_blocking(move || this.run(&call, &artifact, &cancel, runtime))
+            tokio::task::spawn_blocking(move || this.run(&mut call, &artifact, &cancel, runtime))
                 .await
                 .map_err(|e| ExecError::Cancelled(e.to_string()))?
         })
@@ -305,7 +343,7 @@ impl Service<ResolvedCall> for Execute {
 const INLINE_STAGED_BYTES: usize = 256 << 10;
 
 fn staged_bytes(caps: &Capabilities) -> usize {
-    caps.staged_files().map(|(_, bytes)| bytes.len()).sum()
+    caps.staged_files().map(|(_, len)| len).sum()
 }
 
 /// Drives a call started by the sandbox: polled once here (on the async runtime's thread, when
@@ -337,18 +375,53 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// A file argument's name and its decoded bytes.
-type StagedBlob = (String, Vec<u8>);
+/// A file argument's bytes, as staged.
+enum Staged {
+    /// Decoded before the call starts.
+    Decoded(Vec<u8>),
+    /// Decoded while the call runs.
+    Made(MadeBlob),
+}
+
+/// A file argument decoded while its call runs: its name, its base64 text (taken out of the
+/// call's arguments), where in it the base64 is (the text trimmed), and the bytes.
+pub(crate) struct MadeBlob {
+    name: String,
+    text: Arc<String>,
+    range: std::ops::Range<usize>,
+    bytes: Arc<MadeBytes>,
+}
+
+impl MadeBlob {
+    fn text(&self) -> &str {
+        &self.text[self.range.clone()]
+    }
+}
+
+/// The shortest base64 text a contained call decodes while it runs rather than before: 1 MiB,
+/// ~0.12 ms to decode (see [`TWO_THREADS_FROM`]).
+const MADE_FROM: usize = 1 << 20;
+
+/// How many base64 characters make one chunk of a file decoded while its call runs (48 KiB of
+/// bytes): the guest's first read waits for one (~8 µs), and a chunk is a fraction of a
+/// percent of such a file.
+const TEXT_CHUNK: usize = 1 << 16;
 
 /// The arguments with every file argument given as `{"base64": ...}` (a top-level property
 /// whose schema has `"x-locara-blob": true`) replaced by `{"path": "/tmp/in/<name>"}`, and
 /// the bytes to stage there: decoded once, here, so the tool never parses them out of its
 /// stdin. The other values are copied; the base64 text (megabytes) is only read.
+///
+/// For a call that can change nothing outside its sandbox, given the runtime whose blocking
+/// threads decode (`producers`), a text of [`MADE_FROM`] characters or more whose length and
+/// padding are right is taken out of `arguments` and decoded while the call runs
+/// ([`made_blob`]) instead.
 fn stage_blobs(
     manifest: &ToolManifest,
-    arguments: &Value,
-) -> Result<(Value, Vec<StagedBlob>), ExecError> {
-    let Some(object) = arguments.as_object() else {
+    arguments: &mut Value,
+    producers: Option<&tokio::runtime::Handle>,
+) -> Result<(Value, Vec<(String, Staged)>), ExecError> {
+    let Some(object) = arguments.as_object_mut() else {
         return Ok((arguments.clone(), Vec::new()));
     };
     let blobs: Vec<&str> = file_arguments(manifest)
@@ -358,7 +431,10 @@ fn stage_blobs(
     let mut staged = Vec::new();
     for (name, value) in object {
         let encoded = if blobs.contains(&name.as_str()) {
-            value.get("base64").and_then(Value::as_str)
+            value.get_mut("base64").and_then(|text| match text {
+                Value::String(text) => Some(text),
+                _ => None,
+            })
         } else {
             None
         };
@@ -366,19 +442,76 @@ fn stage_blobs(
             rewritten.insert(name.clone(), value.clone());
             continue;
         };
-        let bytes = decode_base64(encoded.trim()).map_err(|e| ExecError::InvalidInput {
-            tool: manifest.tool_ref().to_string(),
-            violations: vec![crate::SchemaViolation {
-                pointer: format!("/{name}/base64"),
-                constraint: "standard base64 (RFC 4648, with padding)".to_owned(),
-                message: format!("the file's bytes are not valid base64: {e}"),
-            }],
-        })?;
         let path = format!("/tmp/in/{name}");
+        let bytes = match producers.and_then(|runtime| made_blob(name, encoded, runtime)) {
+            Some(made) => Staged::Made(made),
+            None => Staged::Decoded(
+                decode_base64(encoded.trim())
+                    .map_err(|e| invalid_base64(manifest, name, &e.to_string()))?,
+            ),
+        };
         rewritten.insert(name.clone(), serde_json::json!({ "path": path }));
         staged.push((name.clone(), bytes));
     }
     Ok((Value::Object(rewritten), staged))
+}
+
+/// `encoded` decoded while the call runs, if it is long enough ([`MADE_FROM`]) and its length
+/// and padding are right (otherwise it is decoded now, which finds the error): the text is
+/// taken (an empty string is left in the arguments), and one of `runtime`'s blocking threads
+/// (kept from call to call, where a new thread cost ~20 µs more) decodes it chunk by chunk
+/// ahead of the tool's reads, which decode a chunk themselves when they get there first.
+fn made_blob(
+    name: &str,
+    encoded: &mut String,
+    runtime: &tokio::runtime::Handle,
+) -> Option<MadeBlob> {
+    let trimmed = encoded.trim();
+    if trimmed.len() < MADE_FROM {
+        return None;
+    }
+    let len = base64_simd::STANDARD
+        .decoded_length(trimmed.as_bytes())
+        .ok()?;
+    let start = trimmed.as_ptr() as usize - encoded.as_ptr() as usize;
+    let range = start..start + trimmed.len();
+    let text = Arc::new(std::mem::take(encoded));
+    let source = Arc::clone(&text);
+    let chunks = range.clone();
+    let bytes = Arc::new(MadeBytes::new(len, TEXT_CHUNK / 4 * 3, move |i, out| {
+        let start = chunks.start + i * TEXT_CHUNK;
+        let piece = &source.as_bytes()[start..(start + TEXT_CHUNK).min(chunks.end)];
+        // Each piece is base64 on its own: a whole number of quanta, the text's padding in
+        // the last. One that is not, or that decodes to other than its chunk's length (a
+        // piece ending in padding), is damaged.
+        let engine = base64_simd::STANDARD;
+        engine.decoded_length(piece).is_ok_and(|n| n == out.len())
+            && engine
+                .decode(piece, base64_simd::Out::from_slice(out))
+                .is_ok()
+    }));
+    let producer = Arc::clone(&bytes);
+    // Its answer is `finish`'s to give, once the call has ended.
+    drop(runtime.spawn_blocking(move || MadeBytes::make_all(&producer)));
+    Some(MadeBlob {
+        name: name.to_owned(),
+        text,
+        range,
+        bytes,
+    })
+}
+
+/// A file argument's base64 text refused, with `base64`'s `message` (which names the offending
+/// symbol and its offset).
+fn invalid_base64(manifest: &ToolManifest, name: &str, message: &str) -> ExecError {
+    ExecError::InvalidInput {
+        tool: manifest.tool_ref().to_string(),
+        violations: vec![crate::SchemaViolation {
+            pointer: format!("/{name}/base64"),
+            constraint: "standard base64 (RFC 4648, with padding)".to_owned(),
+            message: format!("the file's bytes are not valid base64: {message}"),
+        }],
+    }
 }
 
 /// Decodes standard base64 (RFC 4648, with padding). A file argument is megabytes of it and
@@ -653,7 +786,10 @@ fn result_of(
 mod tests {
     use base64::Engine as _;
 
-    use super::{decode_base64, vector_decode};
+    use locara_manifest::ToolManifest;
+    use serde_json::json;
+
+    use super::{Staged, TEXT_CHUNK, decode_base64, stage_blobs, vector_decode};
 
     /// `decode_base64` accepts exactly what `base64`'s standard engine accepts, with the same
     /// bytes: encoded data of every length, and the same data broken every way a caller could
@@ -698,6 +834,12 @@ mod tests {
         }
         for case in &cases {
             assert_eq!(decode_base64(case).ok(), reference(case), "{case:?}");
+            // The vector decoder alone: `base64` is only the judge of the errors' wording.
+            assert_eq!(
+                vector_decode(case.as_bytes(), usize::MAX),
+                reference(case),
+                "{case:?} by base64-simd"
+            );
             // The same, cut in two and decoded on two threads (a long text's way).
             assert_eq!(
                 vector_decode(case.as_bytes(), 0),
@@ -727,6 +869,110 @@ mod tests {
         for case in ["QQ==QUJD", "QUI=QUJDQUJD", "QUJDQQ==QUJDQUJD"] {
             assert_eq!(reference(case), None, "{case:?}");
             assert_eq!(vector_decode(case.as_bytes(), 0), None, "{case:?}");
+        }
+    }
+
+    /// A manifest whose `source` is a file argument.
+    fn with_a_file_argument() -> ToolManifest {
+        ToolManifest::from_json(
+            &json!({
+                "schema_version": 1,
+                "id": "test.file-reader",
+                "version": "0.1.0",
+                "display_name": "File reader",
+                "description": "Reads a file.",
+                "license": "Apache-2.0",
+                "artifact": {
+                    "url": "test.file-reader-0.1.0.wasm",
+                    "sha256": "0000000000000000000000000000000000000000000000000000000000000000",
+                    "size_bytes": 1
+                },
+                "safety_tier": "read_only",
+                "limits": {"memory_mb": 64},
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"source": {"type": "object", "x-locara-blob": true}}
+                },
+                "output_schema": {"type": "object"}
+            })
+            .to_string(),
+        )
+        .expect("a valid manifest")
+    }
+
+    /// A contained call's long file argument is taken out of the arguments (not copied) and
+    /// decoded while the call runs, to the same bytes, and a damaged one is found when the
+    /// chunk holding the damage is made; a short one, or any of a call that is not contained,
+    /// is decoded before the call starts.
+    #[test]
+    fn a_contained_call_decodes_a_long_file_argument_while_it_runs() {
+        let manifest = with_a_file_argument();
+        let bytes: Vec<u8> = (0..900_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let text = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let arguments = json!({"source": {"base64": format!(" {text}\n")}, "n": 3});
+        let rewritten = json!({"source": {"path": "/tmp/in/source"}, "n": 3});
+
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let producers = Some(runtime.handle());
+        let mut taken = arguments.clone();
+        let (args, staged) = stage_blobs(&manifest, &mut taken, producers).unwrap();
+        assert_eq!(args, rewritten);
+        assert_eq!(
+            taken["source"]["base64"], "",
+            "the text is taken, not copied"
+        );
+        let [(name, Staged::Made(blob))] = staged.as_slice() else {
+            panic!("not made while the call runs")
+        };
+        assert_eq!(name, "source");
+        assert_eq!(blob.text(), text);
+        assert_eq!(blob.bytes.len(), bytes.len());
+        let mut end = [0u8; 10];
+        assert_eq!(
+            blob.bytes.read_at(&mut end, bytes.len() as u64 - 10),
+            Some(10)
+        );
+        assert_eq!(end, bytes[bytes.len() - 10..]);
+        assert!(blob.bytes.finish() && !blob.bytes.failed());
+        assert_eq!(blob.bytes.to_vec(), Some(bytes.clone()));
+
+        for (mut arguments, producers) in [
+            (arguments.clone(), None),
+            (
+                json!({"source": {"base64": &text[..(1 << 20) - 4]}}),
+                producers,
+            ),
+        ] {
+            let before = arguments.clone();
+            let (_, staged) = stage_blobs(&manifest, &mut arguments, producers).unwrap();
+            assert_eq!(arguments, before, "nothing is taken");
+            let [(_, Staged::Decoded(decoded))] = staged.as_slice() else {
+                panic!("not decoded before the call")
+            };
+            assert_eq!(decoded[..], bytes[..decoded.len()]);
+        }
+
+        // Damaged where the tool would read it last: a bad symbol in the last chunk, and
+        // padding at the end of a chunk (each piece valid alone, the whole not).
+        let mut bad_symbol = text.clone().into_bytes();
+        let at = bad_symbol.len() - 10;
+        bad_symbol[at] = b'!';
+        let mut padded = text.clone();
+        padded.replace_range(TEXT_CHUNK - 2..TEXT_CHUNK, "==");
+        for damaged in [String::from_utf8(bad_symbol).unwrap(), padded] {
+            let mut arguments = json!({"source": {"base64": &damaged}});
+            let (_, staged) = stage_blobs(&manifest, &mut arguments, producers).unwrap();
+            let [(_, Staged::Made(blob))] = staged.as_slice() else {
+                panic!("not made while the call runs")
+            };
+            assert!(!blob.bytes.finish() && blob.bytes.failed());
+            assert_eq!(
+                decode_base64(blob.text()).map_err(|e| e.to_string()),
+                base64::engine::general_purpose::STANDARD
+                    .decode(&damaged)
+                    .map_err(|e| e.to_string())
+            );
+            assert!(decode_base64(blob.text()).is_err());
         }
     }
 }

@@ -2,7 +2,10 @@
 
 use std::{path::PathBuf, sync::Arc};
 
-use crate::services::{HostServices, Services};
+use crate::{
+    made::{MadeBytes, StagedBytes},
+    services::{HostServices, Services},
+};
 
 /// Where the per-call temp dir appears inside the guest.
 pub const TEMP_GUEST_PATH: &str = "/tmp";
@@ -49,7 +52,7 @@ pub struct Capabilities {
     pub(crate) temp_dir: bool,
     pub(crate) program_name: String,
     pub(crate) args: Vec<String>,
-    pub(crate) staged: Vec<(String, Arc<Vec<u8>>)>,
+    pub(crate) staged: Vec<(String, StagedBytes)>,
     pub(crate) collect: Option<String>,
     pub(crate) services: Option<Services>,
     pub(crate) random_seed: Option<u64>,
@@ -146,7 +149,19 @@ impl Capabilities {
         path: impl Into<String>,
         bytes: impl Into<Arc<Vec<u8>>>,
     ) -> Self {
-        self.staged.push((path.into(), bytes.into()));
+        self.staged
+            .push((path.into(), StagedBytes::Held(bytes.into())));
+        self
+    }
+
+    /// Like [`with_temp_file`](Self::with_temp_file), with bytes made while the call runs
+    /// ([`MadeBytes`]): the guest reads what is made, and a read that needs a chunk not made
+    /// yet makes it. A chunk that cannot be made fails the guest's read with `EIO`; the host,
+    /// which holds the same `Arc`, sees it in [`MadeBytes::failed`] and must then answer the
+    /// call with its own error: stage bytes this way only for a call that can change nothing
+    /// outside its sandbox.
+    pub fn with_made_temp_file(mut self, path: impl Into<String>, bytes: Arc<MadeBytes>) -> Self {
+        self.staged.push((path.into(), StagedBytes::Made(bytes)));
         self
     }
 
@@ -186,10 +201,10 @@ impl Capabilities {
         &self.preopens
     }
 
-    /// The files staged in the temp dir ([`with_temp_file`](Self::with_temp_file)): each path
-    /// and its bytes.
-    pub fn staged_files(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.staged.iter().map(|(p, b)| (p.as_str(), b.as_slice()))
+    /// The files staged in the temp dir ([`with_temp_file`](Self::with_temp_file),
+    /// [`with_made_temp_file`](Self::with_made_temp_file)): each path and its length.
+    pub fn staged_files(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.staged.iter().map(|(p, b)| (p.as_str(), b.len()))
     }
 }
 

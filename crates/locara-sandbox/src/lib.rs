@@ -54,6 +54,7 @@ mod compiled_cache;
 mod config;
 mod error;
 mod limits;
+mod made;
 mod outcome;
 #[cfg(feature = "preinit")]
 mod preinit;
@@ -79,6 +80,7 @@ pub use crate::{
     config::{BackendKind, SandboxConfig},
     error::Error,
     limits::{EnforcedLimits, Enforcement, LimitKind, Limits},
+    made::MadeBytes,
     outcome::{OutputFile, RunOutcome, RunStatus},
     services::{
         HOST_CHANNEL_PATH, HOST_SERVICES_MODULE, HostServices, Now, PendingAnswer, ServiceCall,

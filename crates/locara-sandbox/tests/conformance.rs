@@ -7,13 +7,13 @@ use common::{backend_test, files_of};
 
 use std::{
     path::Path,
-    sync::OnceLock,
+    sync::{Arc, OnceLock},
     time::{Duration, Instant},
 };
 
 use locara_sandbox::{
     BackendKind, CancelToken, Capabilities, Compiled, DirPerms, Enforcement, Error, LimitKind,
-    Limits, RunOutcome, RunStatus, Sandbox, SandboxConfig,
+    Limits, MadeBytes, RunOutcome, RunStatus, Sandbox, SandboxConfig,
 };
 use serde_json::{Value, json};
 
@@ -1373,6 +1373,90 @@ backend_test!(
             expected(json!({"write_refused": true, "listed": ["data"]}))
         );
         assert_eq!(files_of(&touched), [("touched", b"t".as_slice())]);
+    }
+);
+
+backend_test!(
+    made_staged_files_read_like_held_ones_and_a_chunk_that_cannot_be_made_fails_its_reads,
+    |kind| {
+        let content: &'static str = "staged bytes, made while the guest reads them";
+        let len = content.len() as u64;
+        // Made in chunks of 5 bytes, so every read below crosses chunks; chunk `bad` cannot
+        // be made.
+        let made = |bad: Option<usize>| {
+            Arc::new(MadeBytes::new(content.len(), 5, move |i, out| {
+                out.copy_from_slice(&content.as_bytes()[i * 5..][..out.len()]);
+                Some(i) != bad
+            }))
+        };
+        let expected = |extra: Value| {
+            let mut report = json!({
+                "len": len,
+                "path_len": len,
+                "head": "stag",
+                "after_head": 4,
+                "rest": &content[4..],
+                "tail_at": len - 3,
+                "tail": "hem",
+                "past_end": len + 10,
+                "past_end_read": 0,
+                "before_start_refused": true,
+                "pread": "age",
+                "position_kept": len + 10,
+            });
+            report
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            json!({"ok": true, "report": report})
+        };
+        let bytes = made(None);
+        let caps = Capabilities::new()
+            .with_made_temp_file("in/data", Arc::clone(&bytes))
+            .collecting("out");
+        let read = run_with(
+            kind,
+            json!({"op": "staged", "path": "/tmp/in/data"}),
+            &Limits::default(),
+            &caps,
+        );
+        assert_eq!(read.status, RunStatus::Exited(0));
+        assert_eq!(stdout_json(&read), expected(json!({})));
+        // Moved to disk midway, the file is made whole and written there.
+        let touched = run_with(
+            kind,
+            json!({"op": "staged", "path": "/tmp/in/data", "touch": true}),
+            &Limits::default(),
+            &caps,
+        );
+        assert_eq!(touched.status, RunStatus::Exited(0));
+        assert_eq!(
+            stdout_json(&touched),
+            expected(json!({"write_refused": true, "listed": ["data"]}))
+        );
+        assert!(bytes.finish() && !bytes.failed());
+
+        // A chunk that cannot be made: reading the whole file fails, and the host sees it.
+        let damaged = made(Some(4));
+        let read = run_with(
+            kind,
+            json!({"op": "read", "path": "/tmp/in/data"}),
+            &Limits::default(),
+            &Capabilities::new().with_made_temp_file("in/data", Arc::clone(&damaged)),
+        );
+        assert_eq!(read.status, RunStatus::Exited(0));
+        assert_eq!(stdout_json(&read)["ok"], false, "{read:?}");
+        assert!(damaged.failed());
+        // Its start still reads: only the reads that need the damaged chunk fail.
+        let damaged = made(Some(4));
+        let head = run_with(
+            kind,
+            json!({"op": "staged", "path": "/tmp/in/data"}),
+            &Limits::default(),
+            &Capabilities::new().with_made_temp_file("in/data", Arc::clone(&damaged)),
+        );
+        assert_eq!(stdout_json(&head)["ok"], false, "{head:?}");
+        assert!(damaged.failed());
     }
 );
 

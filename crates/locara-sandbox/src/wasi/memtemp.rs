@@ -16,12 +16,10 @@
 //! holds them already, and a staged file is never copied in memory (writing to one moves the
 //! tree to disk).
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    sync::Arc,
-};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::Errno;
+use crate::made::StagedBytes;
 
 /// How many bytes a call's guest may write into its in-memory temp dir before it is moved to
 /// disk.
@@ -40,8 +38,9 @@ pub(super) struct MemTemp {
 
 #[derive(Debug)]
 pub(super) struct MemFile {
-    pub(super) bytes: Arc<Vec<u8>>,
-    /// A staged input: shared with the request, so never written in memory.
+    pub(super) bytes: StagedBytes,
+    /// A staged input: shared with the request (or made while the call runs), so never
+    /// written in memory.
     pub(super) staged: bool,
     /// Last modification, in nanoseconds since the epoch.
     pub(super) mtime: u64,
@@ -110,13 +109,7 @@ impl MemTemp {
     }
 
     /// Adds a file (and its parent directories, for a staged one).
-    pub(super) fn insert_file(
-        &mut self,
-        path: String,
-        bytes: Arc<Vec<u8>>,
-        staged: bool,
-        now: u64,
-    ) {
+    pub(super) fn insert_file(&mut self, path: String, bytes: StagedBytes, staged: bool, now: u64) {
         for parent in parents(&path) {
             self.dirs.insert(parent.to_owned());
         }
@@ -181,20 +174,18 @@ impl MemTemp {
 }
 
 impl MemFile {
-    /// Copies from `at` into `buf`, as much as fits; 0 at or past the end.
-    pub(super) fn read_at(&self, buf: &mut [u8], at: u64) -> usize {
-        let start = usize::try_from(at)
-            .unwrap_or(usize::MAX)
-            .min(self.bytes.len());
-        let n = buf.len().min(self.bytes.len() - start);
-        buf[..n].copy_from_slice(&self.bytes[start..start + n]);
-        n
+    /// Copies from `at` into `buf`, as much as fits; 0 at or past the end; an error (`EIO` for
+    /// the guest) when a staged file's bytes made while the call runs cannot be made.
+    pub(super) fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+        self.bytes.read_at(buf, at).ok_or_else(|| {
+            std::io::Error::other("the staged file's bytes could not be made from their source")
+        })
     }
 
     /// Writes `data` at `at`, zero-filling any gap. The caller has checked that the file may
     /// grow to `at + data.len()`.
     pub(super) fn write_at(&mut self, data: &[u8], at: usize, now: u64) {
-        let bytes = Arc::make_mut(&mut self.bytes);
+        let bytes = self.bytes.held_mut();
         let end = at + data.len();
         if bytes.len() < end {
             bytes.resize(end, 0);
@@ -204,7 +195,7 @@ impl MemFile {
     }
 
     pub(super) fn set_len(&mut self, len: usize, now: u64) {
-        Arc::make_mut(&mut self.bytes).resize(len, 0);
+        self.bytes.held_mut().resize(len, 0);
         self.mtime = now;
     }
 
@@ -246,6 +237,8 @@ pub(super) fn dir_filestat(path: &str, now: u64) -> [u8; 64] {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
@@ -269,7 +262,12 @@ mod tests {
     #[test]
     fn lookup_tells_files_dirs_and_missing_parents_apart() {
         let mut tree = MemTemp::default();
-        tree.insert_file("in/a.pdf".to_owned(), Arc::new(b"pdf".to_vec()), true, 1);
+        tree.insert_file(
+            "in/a.pdf".to_owned(),
+            StagedBytes::Held(Arc::new(b"pdf".to_vec())),
+            true,
+            1,
+        );
         assert_eq!(tree.lookup("in"), Lookup::Dir);
         assert_eq!(tree.lookup("in/a.pdf"), Lookup::File);
         assert_eq!(tree.lookup("in/b.pdf"), Lookup::Missing);
@@ -281,19 +279,19 @@ mod tests {
     #[test]
     fn writes_past_the_end_fill_the_gap_with_zeros() {
         let mut file = MemFile {
-            bytes: Arc::new(b"ab".to_vec()),
+            bytes: StagedBytes::Held(Arc::new(b"ab".to_vec())),
             staged: false,
             mtime: 0,
             ino: 1,
         };
         file.write_at(b"z", 4, 7);
-        assert_eq!(file.bytes.as_slice(), b"ab\0\0z");
+        assert_eq!(file.bytes.held_mut().as_slice(), b"ab\0\0z");
         let mut buf = [0u8; 8];
-        assert_eq!(file.read_at(&mut buf, 1), 4);
+        assert_eq!(file.read_at(&mut buf, 1).unwrap(), 4);
         assert_eq!(&buf[..4], b"b\0\0z");
-        assert_eq!(file.read_at(&mut buf, 9), 0);
+        assert_eq!(file.read_at(&mut buf, 9).unwrap(), 0);
         file.set_len(1, 8);
-        assert_eq!(file.bytes.as_slice(), b"a");
+        assert_eq!(file.bytes.held_mut().as_slice(), b"a");
         assert_eq!(file.mtime, 8);
     }
 }

@@ -293,7 +293,10 @@ impl WasiCtx {
     /// call's temp dir and charges them to the temp limit like guest writes. Nothing is
     /// written yet: they are files of the in-memory temp dir ([`memtemp`]), written when the
     /// temp dir is created on disk ([`WasiCtx::make_temp`]), if it ever is.
-    pub(crate) fn stage(&mut self, files: &[(String, Arc<Vec<u8>>)]) -> Result<(), crate::Error> {
+    pub(crate) fn stage(
+        &mut self,
+        files: &[(String, crate::made::StagedBytes)],
+    ) -> Result<(), crate::Error> {
         let mut charge = 0u64;
         for (path, bytes) in files {
             let entries = path.split('/').count() as u64;
@@ -321,8 +324,7 @@ impl WasiCtx {
         self.temp_used = self.temp_used.saturating_add(charge);
         let now = now();
         for (path, bytes) in files {
-            self.mem
-                .insert_file(path.clone(), Arc::clone(bytes), true, now);
+            self.mem.insert_file(path.clone(), bytes.clone(), true, now);
         }
         if self.temp.is_some() {
             self.make_temp().map_err(|fail| crate::Error::TempDir {
@@ -366,7 +368,8 @@ impl WasiCtx {
             handle.create_dir(dir)?;
         }
         for (path, file) in &tree.files {
-            handle.write(path, file.bytes.as_slice())?;
+            let bytes = file.bytes.held().ok_or(Errno::IO)?;
+            handle.write(path, bytes.as_slice())?;
         }
         for slot in &mut self.table {
             if let Some(Desc::MemDir(open)) = slot {
@@ -430,8 +433,10 @@ impl WasiCtx {
         Ok(paths
             .into_iter()
             .filter_map(|path| {
+                // A staged file's made bytes that cannot be made are no output: the host
+                // answers the call with their source's error.
                 let file = self.mem.files.remove(&path)?;
-                Some((path[prefix.len()..].to_owned(), file.bytes))
+                Some((path[prefix.len()..].to_owned(), file.bytes.held()?))
             })
             .collect())
     }
@@ -487,8 +492,12 @@ impl WasiCtx {
             Lookup::Missing if oflags & OFLAGS_CREAT == 0 => return Err(Errno::NOENT.into()),
             Lookup::Missing => {
                 self.charge_temp(TEMP_ENTRY_BYTES)?;
-                self.mem
-                    .insert_file(path.to_owned(), Arc::default(), false, now());
+                self.mem.insert_file(
+                    path.to_owned(),
+                    crate::made::StagedBytes::Held(Arc::default()),
+                    false,
+                    now(),
+                );
             }
         }
         Ok(Some(Desc::Mem(MemDesc {
@@ -1263,7 +1272,7 @@ pub(crate) fn fd_pread(
         let file = tree.file(&open.path)?;
         let mut offset = u64::try_from(off).map_err(|_| Errno::INVAL)?;
         let read = scatter(mem, iovs, n, |buf| {
-            let n = file.read_at(buf, offset);
+            let n = file.read_at(buf, offset)?;
             offset += n as u64;
             Ok(n)
         })?;
@@ -1378,7 +1387,7 @@ pub(crate) fn fd_read(
         }
         let file = tree.file(&open.path)?;
         let read = scatter(mem, iovs, n, |buf| {
-            let n = file.read_at(buf, open.pos);
+            let n = file.read_at(buf, open.pos)?;
             open.pos += n as u64;
             Ok(n)
         })?;
