@@ -3,7 +3,7 @@
 use std::{path::PathBuf, sync::Arc};
 
 use crate::{
-    made::{MadeBytes, StagedBytes},
+    made::{FileBytes, MadeBytes},
     services::{HostServices, Services},
 };
 
@@ -52,7 +52,7 @@ pub struct Capabilities {
     pub(crate) temp_dir: bool,
     pub(crate) program_name: String,
     pub(crate) args: Vec<String>,
-    pub(crate) staged: Vec<(String, StagedBytes)>,
+    pub(crate) staged: Vec<(String, FileBytes)>,
     pub(crate) collect: Option<String>,
     pub(crate) services: Option<Services>,
     pub(crate) random_seed: Option<u64>,
@@ -150,7 +150,7 @@ impl Capabilities {
         bytes: impl Into<Arc<Vec<u8>>>,
     ) -> Self {
         self.staged
-            .push((path.into(), StagedBytes::Held(bytes.into())));
+            .push((path.into(), FileBytes::Held(bytes.into())));
         self
     }
 
@@ -161,7 +161,7 @@ impl Capabilities {
     /// call with its own error: stage bytes this way only for a call that can change nothing
     /// outside its sandbox.
     pub fn with_made_temp_file(mut self, path: impl Into<String>, bytes: Arc<MadeBytes>) -> Self {
-        self.staged.push((path.into(), StagedBytes::Made(bytes)));
+        self.staged.push((path.into(), FileBytes::Made(bytes)));
         self
     }
 

@@ -169,31 +169,31 @@ impl std::fmt::Debug for MadeBytes {
     }
 }
 
-/// A staged file's bytes: held whole, shared with whoever staged them, or made while the call
-/// runs.
+/// A file's bytes in the in-memory temp dir: held whole (shared with whoever staged them, or
+/// what the guest wrote), or made while the call runs (a staged file's only).
 #[derive(Debug, Clone)]
-pub(crate) enum StagedBytes {
+pub(crate) enum FileBytes {
     Held(Arc<Vec<u8>>),
     Made(Arc<MadeBytes>),
 }
 
-impl PartialEq for StagedBytes {
-    fn eq(&self, other: &StagedBytes) -> bool {
+impl PartialEq for FileBytes {
+    fn eq(&self, other: &FileBytes) -> bool {
         match (self, other) {
-            (StagedBytes::Held(a), StagedBytes::Held(b)) => a == b,
-            (StagedBytes::Made(a), StagedBytes::Made(b)) => Arc::ptr_eq(a, b),
+            (FileBytes::Held(a), FileBytes::Held(b)) => a == b,
+            (FileBytes::Made(a), FileBytes::Made(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
 }
 
-impl Eq for StagedBytes {}
+impl Eq for FileBytes {}
 
-impl StagedBytes {
+impl FileBytes {
     pub(crate) fn len(&self) -> usize {
         match self {
-            StagedBytes::Held(bytes) => bytes.len(),
-            StagedBytes::Made(made) => made.len(),
+            FileBytes::Held(bytes) => bytes.len(),
+            FileBytes::Made(made) => made.len(),
         }
     }
 
@@ -201,33 +201,33 @@ impl StagedBytes {
     /// bytes it needs cannot be made.
     pub(crate) fn read_at(&self, buf: &mut [u8], at: u64) -> Option<usize> {
         match self {
-            StagedBytes::Held(bytes) => {
+            FileBytes::Held(bytes) => {
                 let start = usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len());
                 let n = buf.len().min(bytes.len() - start);
                 buf[..n].copy_from_slice(&bytes[start..start + n]);
                 Some(n)
             }
-            StagedBytes::Made(made) => made.read_at(buf, at),
+            FileBytes::Made(made) => made.read_at(buf, at),
         }
     }
 
     /// The bytes, held: made bytes are made whole first (`None` when they cannot be).
     pub(crate) fn held(&self) -> Option<Arc<Vec<u8>>> {
         match self {
-            StagedBytes::Held(bytes) => Some(Arc::clone(bytes)),
-            StagedBytes::Made(made) => made.to_vec().map(Arc::new),
+            FileBytes::Held(bytes) => Some(Arc::clone(bytes)),
+            FileBytes::Made(made) => made.to_vec().map(Arc::new),
         }
     }
 
     /// The bytes, to change: made bytes are made whole first (empty when they cannot be: the
     /// host then answers the call with the source's error, whatever the guest did).
     pub(crate) fn held_mut(&mut self) -> &mut Vec<u8> {
-        if let StagedBytes::Made(made) = self {
-            *self = StagedBytes::Held(Arc::new(made.to_vec().unwrap_or_default()));
+        if let FileBytes::Made(made) = self {
+            *self = FileBytes::Held(Arc::new(made.to_vec().unwrap_or_default()));
         }
         match self {
-            StagedBytes::Held(bytes) => Arc::make_mut(bytes),
-            StagedBytes::Made(_) => unreachable!("made bytes were just held"),
+            FileBytes::Held(bytes) => Arc::make_mut(bytes),
+            FileBytes::Made(_) => unreachable!("made bytes were just held"),
         }
     }
 }
@@ -290,7 +290,7 @@ mod tests {
         assert!(!bytes.finish());
         // Held whole for a write, what cannot be made is empty (the host answers with the
         // source's error).
-        let mut staged = StagedBytes::Made(bytes);
+        let mut staged = FileBytes::Made(bytes);
         assert!(staged.held_mut().is_empty());
     }
 

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Errno;
-use crate::made::StagedBytes;
+use crate::made::FileBytes;
 
 /// How many bytes a call's guest may write into its in-memory temp dir before it is moved to
 /// disk.
@@ -38,7 +38,7 @@ pub(super) struct MemTemp {
 
 #[derive(Debug)]
 pub(super) struct MemFile {
-    pub(super) bytes: StagedBytes,
+    pub(super) bytes: FileBytes,
     /// A staged input: shared with the request (or made while the call runs), so never
     /// written in memory.
     pub(super) staged: bool,
@@ -109,7 +109,7 @@ impl MemTemp {
     }
 
     /// Adds a file (and its parent directories, for a staged one).
-    pub(super) fn insert_file(&mut self, path: String, bytes: StagedBytes, staged: bool, now: u64) {
+    pub(super) fn insert_file(&mut self, path: String, bytes: FileBytes, staged: bool, now: u64) {
         for parent in parents(&path) {
             self.dirs.insert(parent.to_owned());
         }
@@ -264,7 +264,7 @@ mod tests {
         let mut tree = MemTemp::default();
         tree.insert_file(
             "in/a.pdf".to_owned(),
-            StagedBytes::Held(Arc::new(b"pdf".to_vec())),
+            FileBytes::Held(Arc::new(b"pdf".to_vec())),
             true,
             1,
         );
@@ -279,7 +279,7 @@ mod tests {
     #[test]
     fn writes_past_the_end_fill_the_gap_with_zeros() {
         let mut file = MemFile {
-            bytes: StagedBytes::Held(Arc::new(b"ab".to_vec())),
+            bytes: FileBytes::Held(Arc::new(b"ab".to_vec())),
             staged: false,
             mtime: 0,
             ino: 1,

@@ -295,7 +295,7 @@ impl WasiCtx {
     /// temp dir is created on disk ([`WasiCtx::make_temp`]), if it ever is.
     pub(crate) fn stage(
         &mut self,
-        files: &[(String, crate::made::StagedBytes)],
+        files: &[(String, crate::made::FileBytes)],
     ) -> Result<(), crate::Error> {
         let mut charge = 0u64;
         for (path, bytes) in files {
@@ -494,7 +494,7 @@ impl WasiCtx {
                 self.charge_temp(TEMP_ENTRY_BYTES)?;
                 self.mem.insert_file(
                     path.to_owned(),
-                    crate::made::StagedBytes::Held(Arc::default()),
+                    crate::made::FileBytes::Held(Arc::default()),
                     false,
                     now(),
                 );
