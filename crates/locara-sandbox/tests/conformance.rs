@@ -1308,35 +1308,39 @@ backend_test!(staged_files_are_read_and_output_files_collected, |kind| {
     assert!(failed.files.is_empty());
 });
 
+/// What the probe's `staged` op reports for a staged file holding `content` (ASCII, at least
+/// five bytes), with `extra`'s fields added.
+fn staged_report(content: &str, extra: Value) -> Value {
+    let len = content.len() as u64;
+    let mut report = json!({
+        "len": len,
+        "path_len": len,
+        "head": &content[..4],
+        "after_head": 4,
+        "rest": &content[4..],
+        "tail_at": len - 3,
+        "tail": &content[content.len() - 3..],
+        "past_end": len + 10,
+        "past_end_read": 0,
+        "before_start_refused": true,
+        "pread": &content[2..5],
+        "position_kept": len + 10,
+    });
+    report
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    json!({"ok": true, "report": report})
+}
+
 backend_test!(
     staged_files_are_read_from_memory_until_the_temp_dir_is_used,
     |kind| {
         let content = "staged bytes, read every way";
-        let len = content.len() as u64;
         let caps = Capabilities::new()
             .with_temp_file("in/data", content.as_bytes().to_vec())
             .collecting("out");
-        let expected = |extra: Value| {
-            let mut report = json!({
-                "len": len,
-                "path_len": len,
-                "head": "stag",
-                "after_head": 4,
-                "rest": &content[4..],
-                "tail_at": len - 3,
-                "tail": "way",
-                "past_end": len + 10,
-                "past_end_read": 0,
-                "before_start_refused": true,
-                "pread": "age",
-                "position_kept": len + 10,
-            });
-            report
-                .as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            json!({"ok": true, "report": report})
-        };
+        let expected = |extra: Value| staged_report(content, extra);
 
         // Under a temp root that cannot be made, a call that needs its temp dir on disk
         // fails; one that only reads its staged files works, so it never needed the disk.
@@ -1380,7 +1384,6 @@ backend_test!(
     made_staged_files_read_like_held_ones_and_a_chunk_that_cannot_be_made_fails_its_reads,
     |kind| {
         let content: &'static str = "staged bytes, made while the guest reads them";
-        let len = content.len() as u64;
         // Made in chunks of 5 bytes, so every read below crosses chunks; chunk `bad` cannot
         // be made.
         let made = |bad: Option<usize>| {
@@ -1389,27 +1392,7 @@ backend_test!(
                 Some(i) != bad
             }))
         };
-        let expected = |extra: Value| {
-            let mut report = json!({
-                "len": len,
-                "path_len": len,
-                "head": "stag",
-                "after_head": 4,
-                "rest": &content[4..],
-                "tail_at": len - 3,
-                "tail": "hem",
-                "past_end": len + 10,
-                "past_end_read": 0,
-                "before_start_refused": true,
-                "pread": "age",
-                "position_kept": len + 10,
-            });
-            report
-                .as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            json!({"ok": true, "report": report})
-        };
+        let expected = |extra: Value| staged_report(content, extra);
         let bytes = made(None);
         let caps = Capabilities::new()
             .with_made_temp_file("in/data", Arc::clone(&bytes))
