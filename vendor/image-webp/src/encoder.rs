@@ -1,7 +1,6 @@
 //! Encoding of WebP images.
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
-use std::slice::ChunksExact;
 
 use quick_error::quick_error;
 
@@ -293,17 +292,25 @@ const fn length_to_symbol(len: u16) -> (u16, u8) {
     (symbol, extra_bits as u8)
 }
 
+// LOCARA-PATCH: the pixels are read as `[u8; 4]` words by index, not through a `Peekable`
+// iterator of slices compared by length and contents: in the guest, the iterator's state, the
+// slice comparisons and the tables' bases (one per alphabet, two per channel) did not fit in
+// registers and were stored and reloaded at every pixel (see LOCARA-PATCH.md).
+
+/// How many pixels after `words[i]` repeat it, at most 4096: the backward reference a run
+/// becomes.
 #[inline(always)]
-fn count_run(
-    pixel: &[u8],
-    it: &mut std::iter::Peekable<ChunksExact<u8>>,
-    frequencies1: &mut [u32; 280],
-) {
+fn run_after(words: &[[u8; 4]], i: usize) -> usize {
+    let pixel = words[i];
     let mut run_length = 0;
-    while run_length < 4096 && it.peek() == Some(&pixel) {
+    while run_length < 4096 && words.get(i + 1 + run_length) == Some(&pixel) {
         run_length += 1;
-        it.next();
     }
+    run_length
+}
+
+#[inline(always)]
+fn count_run(run_length: usize, frequencies1: &mut [u32; 280]) {
     if run_length > 0 {
         if run_length <= 4 {
             let symbol = 256 + run_length - 1;
@@ -316,28 +323,16 @@ fn count_run(
 }
 
 #[inline(always)]
-fn write_run<W: Write>(
-    w: &mut BitWriter<W>,
-    pixel: &[u8],
-    it: &mut std::iter::Peekable<ChunksExact<u8>>,
-    codes1: &[u16; 280],
-    lengths1: &[u8; 280],
-) -> io::Result<()> {
-    let mut run_length = 0;
-    while run_length < 4096 && it.peek() == Some(&pixel) {
-        run_length += 1;
-        it.next();
-    }
+fn write_run<W: Write>(w: &mut BitWriter<W>, run_length: usize, codes: &Codes) -> io::Result<()> {
     if run_length > 0 {
         if run_length <= 4 {
             let symbol = 256 + run_length - 1;
-            w.write_bits(u64::from(codes1[symbol]), lengths1[symbol])?;
+            let (code, length) = codes.green(symbol);
+            w.write_bits(code, length)?;
         } else {
             let (symbol, extra_bits) = length_to_symbol(run_length as u16);
-            w.write_bits(
-                u64::from(codes1[256 + symbol as usize]),
-                lengths1[256 + symbol as usize],
-            )?;
+            let (code, length) = codes.green(256 + symbol as usize);
+            w.write_bits(code, length)?;
             w.write_bits(
                 (run_length as u64 - 1) & ((1 << extra_bits) - 1),
                 extra_bits,
@@ -463,16 +458,10 @@ fn encode_frame<W: Write>(
     write_single_entry_huffman_tree(w, 1)?;
 
     // Write image data
-    let codes = Codes {
-        codes0: &codes0,
-        codes1: &codes1,
-        codes2: &codes2,
-        codes3: &codes3,
-        lengths0: &lengths0,
-        lengths1: &lengths1,
-        lengths2: &lengths2,
-        lengths3: &lengths3,
-    };
+    let codes = Codes::new(
+        [&codes0, &codes1, &codes2, &codes3],
+        [&lengths0, &lengths1, &lengths2, &lengths3],
+    );
     match color {
         ColorType::L8 => write_l8(w, &pixels, &codes)?,
         ColorType::La8 => write_la8(w, &pixels, &codes)?,
@@ -542,42 +531,51 @@ fn frequencies(pixels: &[u8], color: ColorType) -> ([u32; 256], [u32; 280], [u32
     let mut frequencies1 = [0u32; 280];
     let mut frequencies2 = [0u32; 256];
     let mut frequencies3 = [0u32; 256];
-    let mut it = pixels.chunks_exact(4).peekable();
+    let words = pixels.as_chunks::<4>().0;
+    let mut i = 0;
     match color {
         ColorType::L8 => {
             frequencies0[0] = 1;
             frequencies2[0] = 1;
             frequencies3[0] = 1;
-            while let Some(pixel) = it.next() {
+            while let Some(pixel) = words.get(i) {
                 frequencies1[pixel[1] as usize] += 1;
-                count_run(pixel, &mut it, &mut frequencies1);
+                let run_length = run_after(words, i);
+                count_run(run_length, &mut frequencies1);
+                i += 1 + run_length;
             }
         }
         ColorType::La8 => {
             frequencies0[0] = 1;
             frequencies2[0] = 1;
-            while let Some(pixel) = it.next() {
+            while let Some(pixel) = words.get(i) {
                 frequencies1[pixel[1] as usize] += 1;
                 frequencies3[pixel[3] as usize] += 1;
-                count_run(pixel, &mut it, &mut frequencies1);
+                let run_length = run_after(words, i);
+                count_run(run_length, &mut frequencies1);
+                i += 1 + run_length;
             }
         }
         ColorType::Rgb8 => {
             frequencies3[0] = 1;
-            while let Some(pixel) = it.next() {
+            while let Some(pixel) = words.get(i) {
                 frequencies0[pixel[0] as usize] += 1;
                 frequencies1[pixel[1] as usize] += 1;
                 frequencies2[pixel[2] as usize] += 1;
-                count_run(pixel, &mut it, &mut frequencies1);
+                let run_length = run_after(words, i);
+                count_run(run_length, &mut frequencies1);
+                i += 1 + run_length;
             }
         }
         ColorType::Rgba8 => {
-            while let Some(pixel) = it.next() {
+            while let Some(pixel) = words.get(i) {
                 frequencies0[pixel[0] as usize] += 1;
                 frequencies1[pixel[1] as usize] += 1;
                 frequencies2[pixel[2] as usize] += 1;
                 frequencies3[pixel[3] as usize] += 1;
-                count_run(pixel, &mut it, &mut frequencies1);
+                let run_length = run_after(words, i);
+                count_run(run_length, &mut frequencies1);
+                i += 1 + run_length;
             }
         }
     }
@@ -585,141 +583,156 @@ fn frequencies(pixels: &[u8], color: ColorType) -> ([u32; 256], [u32; 280], [u32
     (frequencies0, frequencies1, frequencies2, frequencies3)
 }
 
-/// The Huffman codes and their lengths, indexed by the pixel's byte: 0 red, 1 green (and the
-/// backward references' lengths), 2 blue, 3 alpha.
-#[derive(Clone, Copy)]
-struct Codes<'a> {
-    codes0: &'a [u16; 256],
-    codes1: &'a [u16; 280],
-    codes2: &'a [u16; 256],
-    codes3: &'a [u16; 256],
-    lengths0: &'a [u8; 256],
-    lengths1: &'a [u8; 280],
-    lengths2: &'a [u8; 256],
-    lengths3: &'a [u8; 256],
+/// The Huffman codes and their lengths of the four alphabets: 0 red, 1 green (and the backward
+/// references' lengths), 2 blue, 3 alpha. LOCARA-PATCH: each symbol's code and length are one
+/// `u32` (`code | length << 16`), the four alphabets one array at fixed offsets, so that a
+/// writing loop holds one table base and loads once per channel.
+struct Codes {
+    packed: [u32; Codes::LEN],
+}
+
+impl Codes {
+    const GREEN: usize = 0;
+    const RED: usize = 280;
+    const BLUE: usize = Codes::RED + 256;
+    const ALPHA: usize = Codes::BLUE + 256;
+    const LEN: usize = Codes::ALPHA + 256;
+
+    fn new(
+        [codes0, codes1, codes2, codes3]: [&[u16]; 4],
+        [lengths0, lengths1, lengths2, lengths3]: [&[u8]; 4],
+    ) -> Codes {
+        let mut packed = [0u32; Codes::LEN];
+        for (offset, codes, lengths) in [
+            (Codes::GREEN, codes1, lengths1),
+            (Codes::RED, codes0, lengths0),
+            (Codes::BLUE, codes2, lengths2),
+            (Codes::ALPHA, codes3, lengths3),
+        ] {
+            for ((entry, &code), &length) in packed[offset..].iter_mut().zip(codes).zip(lengths) {
+                *entry = u32::from(code) | u32::from(length) << 16;
+            }
+        }
+        Codes { packed }
+    }
+
+    /// The code and length of `symbol` in the alphabet at `offset`.
+    #[inline(always)]
+    fn get(&self, offset: usize, symbol: usize) -> (u64, u8) {
+        let entry = self.packed[offset + symbol];
+        (u64::from(entry & 0xffff), (entry >> 16) as u8)
+    }
+
+    #[inline(always)]
+    fn green(&self, symbol: usize) -> (u64, u8) {
+        self.get(Codes::GREEN, symbol)
+    }
+}
+
+// LOCARA-PATCH: one function per colour type writes the pixels (see LOCARA-PATCH.md); each
+// keeps the bit buffer in locals for its loop (through `w`, it is stored to memory at every
+// pixel) and writes it back when the loop ends, whether it ended with an error or not.
+
+/// Runs `write` with a bit writer whose buffer and bit count are locals, then stores them in `w`.
+#[inline(always)]
+fn with_local_bits<W: Write>(
+    w: &mut BitWriter<W>,
+    write: impl FnOnce(&mut BitWriter<&mut W>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut local = BitWriter {
+        writer: &mut w.writer,
+        buffer: w.buffer,
+        nbits: w.nbits,
+    };
+    let result = write(&mut local);
+    (w.buffer, w.nbits) = (local.buffer, local.nbits);
+    result
 }
 
 /// `encode_frame`'s "write image data" step for L8 pixels.
 #[inline(never)]
-fn write_l8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -> io::Result<()> {
-    let Codes { codes1, lengths1, .. } = *codes;
-    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored
-    // to memory at every pixel.
-    let mut local = BitWriter {
-        writer: &mut w.writer,
-        buffer: w.buffer,
-        nbits: w.nbits,
-    };
-    let result = (|| {
-        let w = &mut local;
-        let mut it = pixels.chunks_exact(4).peekable();
-        while let Some(pixel) = it.next() {
-            w.write_bits(
-                u64::from(codes1[pixel[1] as usize]),
-                lengths1[pixel[1] as usize],
-            )?;
-            write_run(w, pixel, &mut it, codes1, lengths1)?;
+fn write_l8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes) -> io::Result<()> {
+    with_local_bits(w, |w| {
+        let words = pixels.as_chunks::<4>().0;
+        let mut i = 0;
+        while let Some(pixel) = words.get(i) {
+            let (code, length) = codes.green(pixel[1] as usize);
+            w.write_bits(code, length)?;
+            let run_length = run_after(words, i);
+            write_run(w, run_length, codes)?;
+            i += 1 + run_length;
         }
         Ok(())
-    })();
-    (w.buffer, w.nbits) = (local.buffer, local.nbits);
-    result
+    })
 }
 
 /// `encode_frame`'s "write image data" step for La8 pixels.
 #[inline(never)]
-fn write_la8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -> io::Result<()> {
-    let Codes { codes1, codes3, lengths1, lengths3, .. } = *codes;
-    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored
-    // to memory at every pixel.
-    let mut local = BitWriter {
-        writer: &mut w.writer,
-        buffer: w.buffer,
-        nbits: w.nbits,
-    };
-    let result = (|| {
-        let w = &mut local;
-        let mut it = pixels.chunks_exact(4).peekable();
-        while let Some(pixel) = it.next() {
-            let len1 = lengths1[pixel[1] as usize];
-            let len3 = lengths3[pixel[3] as usize];
+fn write_la8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes) -> io::Result<()> {
+    with_local_bits(w, |w| {
+        let words = pixels.as_chunks::<4>().0;
+        let mut i = 0;
+        while let Some(pixel) = words.get(i) {
+            let (code1, len1) = codes.green(pixel[1] as usize);
+            let (code3, len3) = codes.get(Codes::ALPHA, pixel[3] as usize);
 
-            let code = u64::from(codes1[pixel[1] as usize])
-                | (u64::from(codes3[pixel[3] as usize]) << len1);
+            let code = code1 | (code3 << len1);
 
             w.write_bits(code, len1 + len3)?;
-            write_run(w, pixel, &mut it, codes1, lengths1)?;
+            let run_length = run_after(words, i);
+            write_run(w, run_length, codes)?;
+            i += 1 + run_length;
         }
         Ok(())
-    })();
-    (w.buffer, w.nbits) = (local.buffer, local.nbits);
-    result
+    })
 }
 
 /// `encode_frame`'s "write image data" step for Rgb8 pixels.
 #[inline(never)]
-fn write_rgb8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -> io::Result<()> {
-    let Codes { codes0, codes1, codes2, lengths0, lengths1, lengths2, .. } = *codes;
-    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored
-    // to memory at every pixel.
-    let mut local = BitWriter {
-        writer: &mut w.writer,
-        buffer: w.buffer,
-        nbits: w.nbits,
-    };
-    let result = (|| {
-        let w = &mut local;
-        let mut it = pixels.chunks_exact(4).peekable();
-        while let Some(pixel) = it.next() {
-            let len1 = lengths1[pixel[1] as usize];
-            let len0 = lengths0[pixel[0] as usize];
-            let len2 = lengths2[pixel[2] as usize];
+fn write_rgb8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes) -> io::Result<()> {
+    with_local_bits(w, |w| {
+        let words = pixels.as_chunks::<4>().0;
+        let mut i = 0;
+        while let Some(pixel) = words.get(i) {
+            let (code1, len1) = codes.green(pixel[1] as usize);
+            let (code0, len0) = codes.get(Codes::RED, pixel[0] as usize);
+            let (code2, len2) = codes.get(Codes::BLUE, pixel[2] as usize);
 
-            let code = u64::from(codes1[pixel[1] as usize])
-                | (u64::from(codes0[pixel[0] as usize]) << len1)
-                | (u64::from(codes2[pixel[2] as usize]) << (len1 + len0));
+            let code = code1 | (code0 << len1) | (code2 << (len1 + len0));
 
             w.write_bits(code, len1 + len0 + len2)?;
-            write_run(w, pixel, &mut it, codes1, lengths1)?;
+            let run_length = run_after(words, i);
+            write_run(w, run_length, codes)?;
+            i += 1 + run_length;
         }
         Ok(())
-    })();
-    (w.buffer, w.nbits) = (local.buffer, local.nbits);
-    result
+    })
 }
 
 /// `encode_frame`'s "write image data" step for Rgba8 pixels.
 #[inline(never)]
-fn write_rgba8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes<'_>) -> io::Result<()> {
-    let Codes { codes0, codes1, codes2, codes3, lengths0, lengths1, lengths2, lengths3 } = *codes;
-    // LOCARA-PATCH: the bit buffer is kept in locals for the loop: through `w`, it is stored
-    // to memory at every pixel.
-    let mut local = BitWriter {
-        writer: &mut w.writer,
-        buffer: w.buffer,
-        nbits: w.nbits,
-    };
-    let result = (|| {
-        let w = &mut local;
-        let mut it = pixels.chunks_exact(4).peekable();
-        while let Some(pixel) = it.next() {
-            let len1 = lengths1[pixel[1] as usize];
-            let len0 = lengths0[pixel[0] as usize];
-            let len2 = lengths2[pixel[2] as usize];
-            let len3 = lengths3[pixel[3] as usize];
+fn write_rgba8<W: Write>(w: &mut BitWriter<W>, pixels: &[u8], codes: &Codes) -> io::Result<()> {
+    with_local_bits(w, |w| {
+        let words = pixels.as_chunks::<4>().0;
+        let mut i = 0;
+        while let Some(pixel) = words.get(i) {
+            let (code1, len1) = codes.green(pixel[1] as usize);
+            let (code0, len0) = codes.get(Codes::RED, pixel[0] as usize);
+            let (code2, len2) = codes.get(Codes::BLUE, pixel[2] as usize);
+            let (code3, len3) = codes.get(Codes::ALPHA, pixel[3] as usize);
 
-            let code = u64::from(codes1[pixel[1] as usize])
-                | (u64::from(codes0[pixel[0] as usize]) << len1)
-                | (u64::from(codes2[pixel[2] as usize]) << (len1 + len0))
-                | (u64::from(codes3[pixel[3] as usize]) << (len1 + len0 + len2));
+            let code = code1
+                | (code0 << len1)
+                | (code2 << (len1 + len0))
+                | (code3 << (len1 + len0 + len2));
 
             w.write_bits(code, len1 + len0 + len2 + len3)?;
-            write_run(w, pixel, &mut it, codes1, lengths1)?;
+            let run_length = run_after(words, i);
+            write_run(w, run_length, codes)?;
+            i += 1 + run_length;
         }
         Ok(())
-    })();
-    (w.buffer, w.nbits) = (local.buffer, local.nbits);
-    result
+    })
 }
 
 const fn chunk_size(inner_bytes: usize) -> u32 {

@@ -62,6 +62,55 @@ fn webp_is_lossless_and_ignores_quality_with_a_note() {
     assert_eq!(back.to_rgba8(), pattern(40, 30).to_rgba8());
 }
 
+/// The vendored WebP encoder (`vendor/image-webp`, patched: pixels read as words, codes in one
+/// table) writes every colour type losslessly, with runs of every kind: none, the four short
+/// ones, long ones with extra bits, and ones past the longest reference (4096), which split.
+#[test]
+fn webp_is_lossless_for_every_colour_type_and_run_length() {
+    let runs = [1, 2, 3, 4, 5, 6, 17, 100, 4095, 4096, 4097, 5000, 8193];
+    let mut seed = 0x9e37_79b9_u32;
+    let mut noise = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed.to_le_bytes()
+    };
+    // A run of each length (each a fresh random pixel), then a stretch of noise.
+    let mut pixels = Vec::new();
+    for &run in &runs {
+        let pixel = noise();
+        pixels.extend(std::iter::repeat_n(pixel, run));
+        pixels.extend((0..7).map(|_| noise()));
+    }
+    let width = 97;
+    pixels.resize(pixels.len().div_ceil(width) * width, [9, 8, 7, 6]);
+    let (width, height) = (width as u32, (pixels.len() / width) as u32);
+    let rgba: Vec<u8> = pixels.concat();
+    let rgba = image::RgbaImage::from_raw(width, height, rgba).unwrap();
+    let images = [
+        image::DynamicImage::ImageRgba8(rgba.clone()),
+        image::DynamicImage::ImageRgb8(image::DynamicImage::ImageRgba8(rgba.clone()).to_rgb8()),
+        image::DynamicImage::ImageLumaA8(
+            image::DynamicImage::ImageRgba8(rgba.clone()).to_luma_alpha8(),
+        ),
+        image::DynamicImage::ImageLuma8(image::DynamicImage::ImageRgba8(rgba).to_luma8()),
+        image::DynamicImage::ImageRgb8(image::RgbImage::new(1, 1)),
+    ];
+    for original in images {
+        let mut webp = std::io::Cursor::new(Vec::new());
+        original
+            .write_to(&mut webp, image::ImageFormat::WebP)
+            .unwrap();
+        let back = image::load_from_memory(webp.get_ref()).unwrap();
+        assert_eq!(
+            back.to_rgba8(),
+            original.to_rgba8(),
+            "{:?}",
+            original.color()
+        );
+    }
+}
+
 #[test]
 fn jpeg_reports_the_flattening_and_honours_quality() {
     let (dir, out) = convert(json!({"format": "jpeg", "quality": 95}));
