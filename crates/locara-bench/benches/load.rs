@@ -790,7 +790,7 @@ mod floor {
         };
         let like_for_like = FloorConfig {
             keep_resident: 16 << 20,
-            fuel_and_epochs: true,
+            fuel: true,
             ..pooling
         };
         println!("throughput, {calls} calls of text.chunk (short text), 2 in flight:");

@@ -242,7 +242,7 @@ mod floor {
 
     /// Wasmtime's defaults (`Config::new()`), then with the pooling allocator, then also
     /// keeping memory resident as the sandbox does (like for like with the sandbox), then also
-    /// with fuel and epochs (the sandbox's engine settings).
+    /// with fuel (the sandbox's engine settings).
     fn configs() -> [FloorConfig; 4] {
         let pooling = FloorConfig {
             pooling: true,
@@ -257,7 +257,7 @@ mod floor {
             pooling,
             resident,
             FloorConfig {
-                fuel_and_epochs: true,
+                fuel: true,
                 ..resident
             },
         ]

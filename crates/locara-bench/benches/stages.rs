@@ -379,11 +379,11 @@ mod floor {
                 ..pooling
             },
             FloorConfig {
-                fuel_and_epochs: true,
+                fuel: true,
                 ..pooling
             },
             FloorConfig {
-                fuel_and_epochs: true,
+                fuel: true,
                 no_wasm_backtraces: true,
                 ..pooling
             },

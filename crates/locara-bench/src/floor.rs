@@ -24,9 +24,9 @@ pub struct FloorConfig {
     /// Use the pooling allocator (sized as `locara-sandbox` sizes it: 32 instances of up to
     /// 1 GiB), instead of the on-demand one.
     pub pooling: bool,
-    /// Meter fuel and enable epoch interruption, as `locara-sandbox` does (with a budget and a
-    /// deadline too large to be reached, and no thread advancing the epoch).
-    pub fuel_and_epochs: bool,
+    /// Meter fuel, as `locara-sandbox` does (with a budget too large to be reached; the
+    /// sandbox checks its deadline between fuel slices, and has no epochs when it meters fuel).
+    pub fuel: bool,
     /// Capture no wasm backtraces (`Config::wasm_backtrace_max_frames(None)`). By default
     /// Wasmtime captures one, with frame info, for every error out of wasm, and a WASI
     /// command's `proc_exit` is such an error.
@@ -50,11 +50,11 @@ impl FloorConfig {
             }
             .to_owned(),
         ];
-        if !self.pooling && !self.fuel_and_epochs && !self.no_wasm_backtraces {
+        if !self.pooling && !self.fuel && !self.no_wasm_backtraces {
             parts[0] = "default Config, on-demand alloc".to_owned();
         }
-        if self.fuel_and_epochs {
-            parts.push("fuel + epochs".to_owned());
+        if self.fuel {
+            parts.push("fuel".to_owned());
         }
         if self.no_wasm_backtraces {
             parts.push("no wasm backtraces".to_owned());
@@ -108,8 +108,8 @@ impl RawFloor {
             }
             wt.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
-        if config.fuel_and_epochs {
-            wt.consume_fuel(true).epoch_interruption(true);
+        if config.fuel {
+            wt.consume_fuel(true);
         }
         if config.no_wasm_backtraces {
             wt.wasm_backtrace_max_frames(None);
@@ -137,9 +137,8 @@ impl RawFloor {
             .stdout(stdout.clone())
             .build_p1();
         let mut store = Store::new(&self.engine, wasi);
-        if self.config.fuel_and_epochs {
+        if self.config.fuel {
             store.set_fuel(u64::MAX).map_err(message)?;
-            store.set_epoch_deadline(u64::MAX / 2);
         }
         let instance = self.pre.instantiate(&mut store).map_err(message)?;
         let start = instance

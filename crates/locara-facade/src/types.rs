@@ -356,8 +356,10 @@ pub struct LimitsReport {
     pub max_fds: u32,
     /// What the temp dir may hold, in bytes.
     pub temp_bytes: u64,
-    /// Limits this engine enforces only periodically (wasmi: `wall_time`, checked between
-    /// fuel slices and at host calls). Empty when every limit is exact.
+    /// Limits enforced only periodically: `wall_time` when fuel is metered (both engines
+    /// check it between fuel slices, about a millisecond of work, and at host calls). Empty
+    /// when every limit is exact (Wasmtime without fuel metering, whose epochs stop the guest
+    /// wherever it is).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub periodic: Vec<String>,
     /// Limits not enforced on this call: `fuel` when the host runs Wasmtime without metering

@@ -9,8 +9,9 @@ use std::sync::{
 ///
 /// Pass a token to [`Compiled::run_cancellable`](crate::Compiled::run_cancellable) and call
 /// [`cancel`](CancelToken::cancel) from anywhere: the call ends with
-/// [`RunStatus::Cancelled`](crate::RunStatus::Cancelled) at the next epoch tick on Wasmtime
-/// (10 ms), the next fuel slice on wasmi, or at once if the guest is in a host call (a guest
+/// [`RunStatus::Cancelled`](crate::RunStatus::Cancelled) at the end of the guest's fuel slice
+/// (about a millisecond; the next 10 ms epoch tick on Wasmtime without fuel metering), or at
+/// once if the guest is in a host call (a guest
 /// sleeping in `poll_oneoff` wakes up). Its temp dir is removed and its descriptors closed as
 /// after any other end. Clones share the flag; cancelling is permanent.
 #[derive(Debug, Clone, Default)]

@@ -16,10 +16,11 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// The most wall-clock time the call may take.
     ///
-    /// Wasmtime enforces it with epoch interruption, wherever the guest is.
-    /// wasmi has no epochs: it is checked whenever the guest's fuel slice runs out
-    /// (every few million instructions) and in every host call, so it overshoots by at most
-    /// one slice. Default 30 s.
+    /// Metering fuel, both engines check it whenever the guest's fuel slice runs out (every
+    /// few million instructions; bulk memory operations are charged by the byte) and in every
+    /// host call, so it overshoots by at most one slice. Wasmtime without fuel metering
+    /// enforces it with epoch interruption instead, every 10 ms tick, wherever the guest is.
+    /// Default 30 s.
     pub wall_time: Duration,
     /// The most fuel (roughly, wasm instructions) the call may consume. Default 1e9.
     pub fuel: u64,
@@ -137,7 +138,8 @@ impl fmt::Display for LimitKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Enforcement {
-    /// Enforced wherever the guest is, to the instruction (fuel, memory) or the tick (epochs).
+    /// Enforced wherever the guest is, to the instruction (fuel, memory) or the tick (epochs:
+    /// the wall clock on Wasmtime without fuel metering).
     Exact,
     /// Checked periodically: at host calls and between fuel slices; the guest can overshoot by
     /// one slice.

@@ -1,5 +1,12 @@
 //! The Wasmtime backend: Cranelift-compiled code, a pooling allocator, an on-disk cache of
-//! compiled modules, fuel, epoch deadlines and a memory limiter.
+//! compiled modules, fuel, wall-clock deadlines and a memory limiter.
+//!
+//! With fuel metered (the default), a call yields every [`SLICE_FUEL`] and its deadline and
+//! cancel token are checked there and in every host call, as on wasmi: the compiled code has
+//! one interrupt check per loop header, fuel's. Wasmtime charges bulk memory operations by the
+//! byte and splits long ones with checks between the parts, so a slice stays short whatever
+//! the guest runs. Only without fuel metering is the engine compiled with epoch interruption,
+//! advanced every [`TICK`] by a thread of the backend's, which then bounds the guest alone.
 //!
 //! Every `wasmtime` type stays in this file; errors are mapped to [`Error`] here.
 
@@ -76,6 +83,29 @@ struct Ticker {
     stop: Arc<AtomicBool>,
 }
 
+impl Ticker {
+    /// Advances `engine`'s epoch every [`TICK`] on a thread of its own, until the ticker or the
+    /// engine is dropped.
+    fn start(engine: &Engine) -> Result<Ticker, Error> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let weak = engine.weak();
+        let stop_flag = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("locara-epoch".to_owned())
+            .spawn(move || {
+                while !stop_flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .map_err(engine_error)?;
+        Ok(Ticker { stop })
+    }
+}
+
 impl Drop for Ticker {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -88,7 +118,8 @@ pub(crate) struct WasmtimeBackend {
     linker: Arc<Linker<StoreData>>,
     cache_dir: Option<PathBuf>,
     temp_dirs: Arc<TempDirs>,
-    ticker: Arc<Ticker>,
+    /// The epoch ticker, when the engine has epochs (no fuel metering).
+    ticker: Option<Arc<Ticker>>,
     meter_fuel: bool,
 }
 
@@ -108,8 +139,10 @@ pub(crate) fn engine_error(error: impl std::fmt::Display) -> Error {
 impl WasmtimeBackend {
     pub(crate) fn new(config: &SandboxConfig) -> Result<WasmtimeBackend, Error> {
         let mut wt = Config::new();
+        // Epoch checks, as well as fuel's, at every loop header cost the image tools ~8% of
+        // their time in the sandbox (`--bench media`); with fuel, its slices bound a call.
         wt.consume_fuel(config.meter_fuel)
-            .epoch_interruption(true)
+            .epoch_interruption(!config.meter_fuel)
             .max_wasm_stack(MAX_WASM_STACK)
             .async_stack_size(ASYNC_STACK);
         if config.pooling {
@@ -133,28 +166,18 @@ impl WasmtimeBackend {
         let engine = Engine::new(&wt).map_err(engine_error)?;
         let linker = Arc::new(linker(&engine, Calls::Async)?);
 
-        let stop = Arc::new(AtomicBool::new(false));
-        let weak = engine.weak();
-        let stop_flag = Arc::clone(&stop);
-        std::thread::Builder::new()
-            .name("locara-epoch".to_owned())
-            .spawn(move || {
-                while !stop_flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(TICK);
-                    match weak.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
-                    }
-                }
-            })
-            .map_err(engine_error)?;
+        let ticker = if config.meter_fuel {
+            None
+        } else {
+            Some(Arc::new(Ticker::start(&engine)?))
+        };
 
         Ok(WasmtimeBackend {
             engine,
             linker,
             cache_dir: config.cache_dir.clone(),
             temp_dirs: TempDirs::of(config),
-            ticker: Arc::new(Ticker { stop }),
+            ticker,
             meter_fuel: config.meter_fuel,
         })
     }
@@ -256,7 +279,7 @@ impl WasmtimeBackend {
             engine: self.engine.clone(),
             pre,
             temp_dirs: Arc::clone(&self.temp_dirs),
-            _ticker: Arc::clone(&self.ticker),
+            _ticker: self.ticker.clone(),
             meter_fuel: self.meter_fuel,
         }))
     }
@@ -434,7 +457,7 @@ struct WasmtimeModule {
     engine: Engine,
     pre: InstancePre<StoreData>,
     temp_dirs: Arc<TempDirs>,
-    _ticker: Arc<Ticker>,
+    _ticker: Option<Arc<Ticker>>,
     /// Whether the engine meters fuel ([`SandboxConfig::meter_fuel`]).
     meter_fuel: bool,
 }
@@ -458,6 +481,28 @@ pub(crate) fn check_module_interface(module: &Module) -> Result<(), Error> {
             (e.name(), kind)
         }),
     )
+}
+
+/// Polls `run` (guest code, which yields after every fuel slice) to its end, unless the call
+/// is found cancelled or past its deadline (`stopper`) before one of its polls: then `None`,
+/// and `run` is dropped, which unwinds the guest. Without a stopper (epochs stop the guest
+/// themselves), only polls `run`.
+async fn in_slices<F: Future>(run: F, stopper: Option<&wasi::Stopper>) -> Option<F::Output> {
+    let mut run = std::pin::pin!(run);
+    std::future::poll_fn(|cx| {
+        if stopper.is_some_and(wasi::Stopper::should_stop) {
+            return std::task::Poll::Ready(None);
+        }
+        run.as_mut().poll(cx).map(Some)
+    })
+    .await
+}
+
+/// The end of a call stopped between fuel slices, its stop recorded as a host function's is.
+fn stopped(store: &mut Store<StoreData>) -> EngineEnd {
+    // Cancelled or past its deadline: this records which, for the outcome.
+    let _ = store.data_mut().wasi.check_deadline();
+    EngineEnd::Stopped
 }
 
 /// Classifies an error that came out of instantiation or `_start`.
@@ -527,39 +572,40 @@ impl WasmtimeModule {
                 .fuel_async_yield_interval(Some(SLICE_FUEL))
                 .map_err(engine_error)?;
         }
-        // At every tick, wherever the guest is: stop it if the call was cancelled or is past
-        // its deadline, else let it run one more tick. Without fuel there are no fuel slices
-        // to yield after, so the call yields here, at each tick.
-        let next = if self.meter_fuel {
-            UpdateDeadline::Continue
+        // Without fuel there are no slices: at every tick, wherever the guest is, stop it if
+        // the call was cancelled or is past its deadline, else let it run one more tick (and
+        // yield there). With fuel, the same is checked between slices (`in_slices`).
+        let stopper = if self.meter_fuel {
+            Some(store.data().wasi.stopper())
         } else {
-            UpdateDeadline::Yield
+            store.epoch_deadline_callback(move |mut store| {
+                store
+                    .data_mut()
+                    .wasi
+                    .check_deadline()
+                    .map(|()| UpdateDeadline::Yield(1))
+                    .map_err(wasmtime::Error::new)
+            });
+            store.set_epoch_deadline(1);
+            None
         };
-        store.epoch_deadline_callback(move |mut store| {
-            store
-                .data_mut()
-                .wasi
-                .check_deadline()
-                .map(|()| next(1))
-                .map_err(wasmtime::Error::new)
-        });
-        store.set_epoch_deadline(1);
 
-        let end = match self.pre.instantiate_async(&mut store).await {
-            Ok(instance) => {
+        let end = match in_slices(self.pre.instantiate_async(&mut store), stopper.as_ref()).await {
+            Some(Ok(instance)) => {
                 let start = instance
                     .get_typed_func::<(), ()>(&mut store, "_start")
                     .map_err(|e| Error::NotACommand {
                         message: format!("{e:#}"),
                     })?;
-                match start.call_async(&mut store, ()).await {
-                    Ok(()) => EngineEnd::Returned,
-                    Err(error) => {
+                match in_slices(start.call_async(&mut store, ()), stopper.as_ref()).await {
+                    Some(Ok(())) => EngineEnd::Returned,
+                    Some(Err(error)) => {
                         end_of(&error).unwrap_or_else(|| EngineEnd::Trap(format!("{error:#}")))
                     }
+                    None => stopped(&mut store),
                 }
             }
-            Err(error) => match end_of(&error) {
+            Some(Err(error)) => match end_of(&error) {
                 Some(end) => end,
                 // Not a trap: the instance could not be created at all (e.g. the pool is full).
                 None => {
@@ -568,6 +614,8 @@ impl WasmtimeModule {
                     });
                 }
             },
+            // Stopped before the instance was made, or in its start function.
+            None => stopped(&mut store),
         };
         let (fuel_consumed, fuel) = if self.meter_fuel {
             let left = store.get_fuel().unwrap_or(0);
@@ -578,7 +626,12 @@ impl WasmtimeModule {
         let StoreData { wasi, memory } = store.into_data();
         let enforced = EnforcedLimits {
             memory: Enforcement::Exact,
-            wall_time: Enforcement::Exact,
+            // Between fuel slices, or at every epoch tick.
+            wall_time: if self.meter_fuel {
+                Enforcement::Periodic
+            } else {
+                Enforcement::Exact
+            },
             fuel,
             output: Enforcement::Exact,
             fds: Enforcement::Exact,

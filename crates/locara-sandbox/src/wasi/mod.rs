@@ -621,9 +621,20 @@ impl WasiCtx {
             .collect()
     }
 
+    /// What stops this call (its cancel token and deadline), to be checked where the context
+    /// is out of reach: between the fuel slices of a Wasmtime call, whose future holds the
+    /// store. [`WasiCtx::check_deadline`] then records the stop.
+    pub(crate) fn stopper(&self) -> Stopper {
+        Stopper {
+            cancel: self.cancel.clone(),
+            deadline: self.deadline,
+        }
+    }
+
     /// Ends the call if it was cancelled or its deadline has passed. Every host function calls
-    /// this first, so a guest that spins in host calls is stopped on every engine; the Wasmtime
-    /// backend also calls it at every epoch tick.
+    /// this first, so a guest that spins in host calls is stopped on every engine; the engines
+    /// also check between fuel slices (Wasmtime through [`WasiCtx::stopper`]), or, Wasmtime
+    /// without fuel metering, at every epoch tick.
     pub(crate) fn check_deadline(&mut self) -> Result<(), Stop> {
         if self.cancel.is_cancelled() {
             return Err(self.stopped(Stop::Cancelled));
@@ -2040,4 +2051,18 @@ pub(crate) fn finish(ctx: &mut WasiCtx, result: Res) -> Result<i32, Stop> {
 /// `proc_exit`: records the exit code and stops the guest.
 pub(crate) fn proc_exit(ctx: &mut WasiCtx, code: i32) -> Stop {
     ctx.stopped(Stop::Exit(code))
+}
+
+/// A call's cancel token and deadline, apart from its context ([`WasiCtx::stopper`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Stopper {
+    cancel: CancelToken,
+    deadline: Instant,
+}
+
+impl Stopper {
+    /// Whether the call was cancelled or is past its deadline.
+    pub(crate) fn should_stop(&self) -> bool {
+        self.cancel.is_cancelled() || Instant::now() >= self.deadline
+    }
 }
