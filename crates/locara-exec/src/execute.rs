@@ -473,7 +473,8 @@ fn made_blob(
     let len = base64_simd::STANDARD
         .decoded_length(trimmed.as_bytes())
         .ok()?;
-    let start = trimmed.as_ptr() as usize - encoded.as_ptr() as usize;
+    // Where the trimmed text starts: after the whitespace `trim` took from the front.
+    let start = encoded.len() - encoded.trim_start().len();
     let range = start..start + trimmed.len();
     let text = Arc::new(std::mem::take(encoded));
     let source = Arc::clone(&text);
