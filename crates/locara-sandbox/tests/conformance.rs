@@ -152,37 +152,37 @@ fn fill_loop_module(kind: BackendKind) -> Compiled {
 backend_test!(
     a_loop_of_long_memory_fills_is_stopped_by_the_deadline,
     |kind| {
-        let module = fill_loop_module(kind);
-        let limits = Limits {
-            fuel: u64::MAX / 2,
-            wall_time: Duration::from_millis(300),
-            ..Limits::default()
-        };
-        let started = Instant::now();
-        let outcome = module.run(b"", &limits, &Capabilities::new()).unwrap();
-        assert_eq!(
-            outcome.status,
-            RunStatus::LimitExceeded(LimitKind::WallTime)
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "took {:?}",
-            started.elapsed()
-        );
         // 20 fills of 16 MiB are more than 300M fuel.
-        let outcome = module
-            .run(
-                b"",
-                &Limits {
-                    fuel: 300_000_000,
-                    ..Limits::default()
-                },
-                &Capabilities::new(),
-            )
-            .unwrap();
-        assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fuel));
+        assert_runs_on_to_its_limits(&fill_loop_module(kind), 300_000_000);
     }
 );
+
+/// `module`, which never ends, is stopped by a 300 ms deadline (in well under 10 s) when its
+/// fuel is unbounded, and by its fuel when that is `fuel`.
+fn assert_runs_on_to_its_limits(module: &Compiled, fuel: u64) {
+    let limits = Limits {
+        fuel: u64::MAX / 2,
+        wall_time: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let started = Instant::now();
+    let outcome = module.run(b"", &limits, &Capabilities::new()).unwrap();
+    assert_eq!(
+        outcome.status,
+        RunStatus::LimitExceeded(LimitKind::WallTime)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    let limits = Limits {
+        fuel,
+        ..Limits::default()
+    };
+    let outcome = module.run(b"", &limits, &Capabilities::new()).unwrap();
+    assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fuel));
+}
 
 // With fuel metering off (`SandboxConfig::meter_fuel(false)`), Wasmtime runs guests without
 // counting fuel: a call's results are the same, its fuel limit is reported as not enforced,
@@ -941,30 +941,7 @@ fn start_loop_module(kind: BackendKind) -> Compiled {
 backend_test!(
     start_function_that_loops_is_stopped_by_the_deadline,
     |kind| {
-        let module = start_loop_module(kind);
-        let limits = Limits {
-            fuel: u64::MAX / 2,
-            wall_time: Duration::from_millis(300),
-            ..Limits::default()
-        };
-        let started = Instant::now();
-        let outcome = module.run(b"", &limits, &Capabilities::new()).unwrap();
-        assert_eq!(
-            outcome.status,
-            RunStatus::LimitExceeded(LimitKind::WallTime)
-        );
-        assert!(started.elapsed() < Duration::from_secs(10));
-        let outcome = module
-            .run(
-                b"",
-                &Limits {
-                    fuel: 10_000_000,
-                    ..Limits::default()
-                },
-                &Capabilities::new(),
-            )
-            .unwrap();
-        assert_eq!(outcome.status, RunStatus::LimitExceeded(LimitKind::Fuel));
+        assert_runs_on_to_its_limits(&start_loop_module(kind), 10_000_000);
         assert_next_call_works(probe(kind));
     }
 );
