@@ -134,7 +134,8 @@ backend_test!(infinite_loop_is_stopped_by_the_deadline, |kind| {
 /// A module whose `_start` fills 16 MiB of memory over and over: a few instructions a turn,
 /// each turn milliseconds of work.
 fn fill_loop_module(kind: BackendKind) -> Compiled {
-    let wasm = wat::parse_str(
+    compile_wat(
+        kind,
         r#"(module
             (memory (export "memory") 256)
             (func (export "_start")
@@ -142,7 +143,11 @@ fn fill_loop_module(kind: BackendKind) -> Compiled {
                     (memory.fill (i32.const 0) (i32.const 7) (i32.const 16777216))
                     (br $l))))"#,
     )
-    .unwrap();
+}
+
+/// The module `text` (WebAssembly text), compiled for `kind`.
+fn compile_wat(kind: BackendKind, text: &str) -> Compiled {
+    let wasm = wat::parse_str(text).unwrap();
     sandbox(kind).compile(&wasm, None).unwrap()
 }
 
@@ -927,15 +932,14 @@ backend_test!(a_full_disk_for_the_temp_dir_is_a_clear_error, |kind| {
 
 /// A module whose start function never returns: it runs during instantiation, before `_start`.
 fn start_loop_module(kind: BackendKind) -> Compiled {
-    let wasm = wat::parse_str(
+    compile_wat(
+        kind,
         r#"(module
             (memory (export "memory") 1)
             (func $forever (loop $l (br $l)))
             (start $forever)
             (func (export "_start")))"#,
     )
-    .unwrap();
-    sandbox(kind).compile(&wasm, None).unwrap()
 }
 
 backend_test!(
@@ -948,16 +952,15 @@ backend_test!(
 
 backend_test!(a_start_function_runs_before_start, |kind| {
     // The start function stores 7 at address 0; `_start` exits with what it finds there.
-    let wasm = wat::parse_str(
+    let module = compile_wat(
+        kind,
         r#"(module
             (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
             (memory (export "memory") 1)
             (func $init (i32.store (i32.const 0) (i32.const 7)))
             (start $init)
             (func (export "_start") (call $exit (i32.load (i32.const 0)))))"#,
-    )
-    .unwrap();
-    let module = sandbox(kind).compile(&wasm, None).unwrap();
+    );
     let outcome = module
         .run(b"", &Limits::default(), &Capabilities::new())
         .unwrap();
@@ -969,7 +972,8 @@ backend_test!(simd_instructions_run_alike_on_both_engines, |kind| {
     // exit code is computed with integer and float lanes, a shuffle and a lane extraction:
     // (1,2,3,4) + (10,20,30,40) = (11,22,33,44); reversed by the shuffle, lane 0 is 44;
     // f32x4 (1.5 × 2) lane 3 is 3, truncated and added: 47.
-    let wasm = wat::parse_str(
+    let module = compile_wat(
+        kind,
         r#"(module
             (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
             (memory (export "memory") 1)
@@ -983,9 +987,7 @@ backend_test!(simd_instructions_run_alike_on_both_engines, |kind| {
                     (i32x4.extract_lane 0 (v128.load (i32.const 16)))
                     (i32.trunc_f32_s (f32x4.extract_lane 3
                         (f32x4.mul (f32x4.splat (f32.const 1.5)) (f32x4.splat (f32.const 2)))))))))"#,
-    )
-    .unwrap();
-    let module = sandbox(kind).compile(&wasm, None).unwrap();
+    );
     let outcome = module
         .run(b"", &Limits::default(), &Capabilities::new())
         .unwrap();
