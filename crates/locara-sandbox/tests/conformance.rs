@@ -110,13 +110,23 @@ backend_test!(infinite_loop_is_stopped_by_fuel, |kind| {
 });
 
 backend_test!(infinite_loop_is_stopped_by_the_deadline, |kind| {
+    let outcome = stopped_by_the_deadline(|limits| {
+        run_with(kind, json!({"op": "spin"}), limits, &Capabilities::new())
+    });
+    // Metering fuel, both engines check it between fuel slices and in host calls.
+    assert_eq!(outcome.enforced.wall_time, Enforcement::Periodic);
+});
+
+/// What `run` (a call that never ends) returns with unbounded fuel and a 300 ms deadline,
+/// having checked that the deadline stopped it, in well under 10 s.
+fn stopped_by_the_deadline(run: impl FnOnce(&Limits) -> RunOutcome) -> RunOutcome {
     let limits = Limits {
         fuel: u64::MAX / 2,
         wall_time: Duration::from_millis(300),
         ..Limits::default()
     };
     let started = Instant::now();
-    let outcome = run_with(kind, json!({"op": "spin"}), &limits, &Capabilities::new());
+    let outcome = run(&limits);
     assert_eq!(
         outcome.status,
         RunStatus::LimitExceeded(LimitKind::WallTime)
@@ -127,9 +137,8 @@ backend_test!(infinite_loop_is_stopped_by_the_deadline, |kind| {
         "took {:?}",
         started.elapsed()
     );
-    // Metering fuel, both engines check it between fuel slices and in host calls.
-    assert_eq!(outcome.enforced.wall_time, Enforcement::Periodic);
-});
+    outcome
+}
 
 /// A module whose `_start` fills 16 MiB of memory over and over: a few instructions a turn,
 /// each turn milliseconds of work.
@@ -165,22 +174,7 @@ backend_test!(
 /// `module`, which never ends, is stopped by a 300 ms deadline (in well under 10 s) when its
 /// fuel is unbounded, and by its fuel when that is `fuel`.
 fn assert_runs_on_to_its_limits(module: &Compiled, fuel: u64) {
-    let limits = Limits {
-        fuel: u64::MAX / 2,
-        wall_time: Duration::from_millis(300),
-        ..Limits::default()
-    };
-    let started = Instant::now();
-    let outcome = module.run(b"", &limits, &Capabilities::new()).unwrap();
-    assert_eq!(
-        outcome.status,
-        RunStatus::LimitExceeded(LimitKind::WallTime)
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        started.elapsed()
-    );
+    stopped_by_the_deadline(|limits| module.run(b"", limits, &Capabilities::new()).unwrap());
     let limits = Limits {
         fuel,
         ..Limits::default()
