@@ -624,6 +624,7 @@ impl WasiCtx {
     /// What stops this call (its cancel token and deadline), to be checked where the context
     /// is out of reach: between the fuel slices of a Wasmtime call, whose future holds the
     /// store. [`WasiCtx::check_deadline`] then records the stop.
+    #[cfg(feature = "wasmtime")]
     pub(crate) fn stopper(&self) -> Stopper {
         Stopper {
             cancel: self.cancel.clone(),
@@ -2054,12 +2055,14 @@ pub(crate) fn proc_exit(ctx: &mut WasiCtx, code: i32) -> Stop {
 }
 
 /// A call's cancel token and deadline, apart from its context ([`WasiCtx::stopper`]).
+#[cfg(feature = "wasmtime")]
 #[derive(Debug, Clone)]
 pub(crate) struct Stopper {
     cancel: CancelToken,
     deadline: Instant,
 }
 
+#[cfg(feature = "wasmtime")]
 impl Stopper {
     /// Whether the call was cancelled or is past its deadline.
     pub(crate) fn should_stop(&self) -> bool {
