@@ -128,7 +128,8 @@ impl SandboxConfig {
     /// Without it, the engine checks an epoch at every loop and call instead, at about the same
     /// cost (`--bench media`: from 11% faster without fuel on `pdf.extract-text` to 1% slower
     /// on `image.format-convert`). A call's fuel limit is then not enforced
-    /// ([`Enforcement::NotEnforced`](crate::Enforcement::NotEnforced), and no fuel is counted); the wall-clock deadline, enforced at every epoch tick (10 ms) wherever the
+    /// ([`Enforcement::NotEnforced`](crate::Enforcement::NotEnforced), and no fuel is
+    /// counted); the wall-clock deadline, enforced at every epoch tick (10 ms) wherever the
     /// guest is, is then what stops a guest that runs too long, and a call driven as a future
     /// yields at each tick instead of after each slice of fuel, so it may hold the thread that
     /// polls it for up to a tick instead of about a millisecond. Memory, output, temp and
