@@ -16,12 +16,8 @@
 use std::{
     future::Future,
     pin::pin,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::Arc,
     task::{Context, Poll, Waker},
-    thread::JoinHandle,
 };
 
 use wasmtime::{Config, Engine, Instance, Module, Store, UpdateDeadline, Val};
@@ -32,7 +28,8 @@ use crate::{
     run::{self, EngineEnd, MemoryLimiter},
     temp::TempDirs,
     wasmtime_backend::{
-        Calls, StoreData, TICK, check_module_interface, end_of, engine_error, linker,
+        Calls, StoreData, Ticker, check_deadline_every_tick, check_module_interface, end_of,
+        engine_error, linker,
     },
 };
 
@@ -102,15 +99,7 @@ impl Sandbox {
         let mut store = Store::new(&engine, data);
         store.limiter(|data| &mut data.memory);
         store.set_fuel(limits.fuel).map_err(engine_error)?;
-        store.epoch_deadline_callback(|mut store| {
-            store
-                .data_mut()
-                .wasi
-                .check_deadline()
-                .map(|()| UpdateDeadline::Continue(1))
-                .map_err(wasmtime::Error::new)
-        });
-        store.set_epoch_deadline(1);
+        check_deadline_every_tick(&mut store, UpdateDeadline::Continue);
         let ticker = Ticker::start(&engine)?;
 
         let initialized = linker
@@ -188,42 +177,6 @@ impl Sandbox {
         Module::validate(&engine, &snapshot)
             .map_err(|error| failed(format!("the snapshot is not a valid module: {error:#}")))?;
         Ok(snapshot)
-    }
-}
-
-/// Advances `engine`'s epoch every [`TICK`] until dropped, so the wall-time limit holds.
-struct Ticker {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Ticker {
-    fn start(engine: &Engine) -> Result<Ticker, Error> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let engine = engine.clone();
-        let thread = std::thread::Builder::new()
-            .name("locara-preinit-epoch".to_owned())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(TICK);
-                    engine.increment_epoch();
-                }
-            })
-            .map_err(engine_error)?;
-        Ok(Ticker {
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Ticker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

@@ -75,18 +75,20 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// Stops the epoch ticker thread when the backend and every module compiled by it are dropped:
-/// a module that outlives its [`Sandbox`](crate::Sandbox) still needs the ticks for its
-/// deadline and cancellation.
+/// Advances an engine's epoch every [`TICK`] on a thread of its own, so that the epoch deadline
+/// callback ([`check_deadline_every_tick`]) runs. The thread stops within a tick of the ticker
+/// or the engine being dropped, and is never joined: dropping a ticker does not wait. The
+/// backend's ticker is shared by every module compiled by it, since a module that outlives its
+/// [`Sandbox`](crate::Sandbox) still needs the ticks for its deadline and cancellation; the
+/// pre-initializer holds one for its one run.
 #[derive(Debug)]
-struct Ticker {
+pub(crate) struct Ticker {
     stop: Arc<AtomicBool>,
 }
 
 impl Ticker {
-    /// Advances `engine`'s epoch every [`TICK`] on a thread of its own, until the ticker or the
-    /// engine is dropped.
-    fn start(engine: &Engine) -> Result<Ticker, Error> {
+    /// Starts ticking `engine`, which must have been configured with epoch interruption.
+    pub(crate) fn start(engine: &Engine) -> Result<Ticker, Error> {
         let stop = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();
         let stop_flag = Arc::clone(&stop);
@@ -110,6 +112,24 @@ impl Drop for Ticker {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// At every epoch tick (see [`Ticker`]), wherever the guest is, stops it if its call was
+/// cancelled or is past its deadline; else it runs on for one more tick, going on as `next`
+/// says (`UpdateDeadline::Yield` for an async call, `Continue` for a synchronous one).
+pub(crate) fn check_deadline_every_tick(
+    store: &mut Store<StoreData>,
+    next: fn(u64) -> UpdateDeadline,
+) {
+    store.epoch_deadline_callback(move |mut store| {
+        store
+            .data_mut()
+            .wasi
+            .check_deadline()
+            .map(|()| next(1))
+            .map_err(wasmtime::Error::new)
+    });
+    store.set_epoch_deadline(1);
 }
 
 #[derive(Debug)]
@@ -578,15 +598,7 @@ impl WasmtimeModule {
         let stopper = if self.meter_fuel {
             Some(store.data().wasi.stopper())
         } else {
-            store.epoch_deadline_callback(move |mut store| {
-                store
-                    .data_mut()
-                    .wasi
-                    .check_deadline()
-                    .map(|()| UpdateDeadline::Yield(1))
-                    .map_err(wasmtime::Error::new)
-            });
-            store.set_epoch_deadline(1);
+            check_deadline_every_tick(&mut store, UpdateDeadline::Yield);
             None
         };
 

@@ -1912,3 +1912,36 @@ fn service_requests_are_answered_in_place_when_the_service_can() {
     let outcome = locara_sandbox::block_on(start(service("now", "d"))).unwrap();
     assert_eq!(stdout_json(&outcome)["answer"], "now by call: d");
 }
+
+/// The pre-initializer runs a module's init export on Wasmtime with epochs (whatever the
+/// sandbox's engine): an init that never returns is stopped by the wall-time limit.
+#[cfg(feature = "preinit")]
+#[test]
+fn an_endless_init_is_stopped_by_the_deadline_of_the_preinitializer() {
+    let wasm = wat::parse_str(
+        r#"(module
+            (memory (export "memory") 1)
+            (func (export "_start"))
+            (func (export "init") (loop br 0)))"#,
+    )
+    .unwrap();
+    let limits = Limits {
+        fuel: u64::MAX / 2,
+        wall_time: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let started = Instant::now();
+    let error = sandbox(BackendKind::Wasmtime)
+        .preinitialize(&wasm, "init", &Capabilities::new(), &limits)
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("pre-initialization with `init` failed") && message.contains("wall_time"),
+        "{message}"
+    );
+}
