@@ -120,24 +120,31 @@ backend_test!(infinite_loop_is_stopped_by_the_deadline, |kind| {
 /// What `run` (a call that never ends) returns with unbounded fuel and a 300 ms deadline,
 /// having checked that the deadline stopped it, in well under 10 s.
 fn stopped_by_the_deadline(run: impl FnOnce(&Limits) -> RunOutcome) -> RunOutcome {
+    let outcome = ended_soon_after_the_deadline(run);
+    assert_eq!(
+        outcome.status,
+        RunStatus::LimitExceeded(LimitKind::WallTime)
+    );
+    outcome
+}
+
+/// What `run` returns with unbounded fuel and a 300 ms deadline, having checked that it
+/// returned in well under 10 s.
+fn ended_soon_after_the_deadline<T>(run: impl FnOnce(&Limits) -> T) -> T {
     let limits = Limits {
         fuel: u64::MAX / 2,
         wall_time: Duration::from_millis(300),
         ..Limits::default()
     };
     let started = Instant::now();
-    let outcome = run(&limits);
-    assert_eq!(
-        outcome.status,
-        RunStatus::LimitExceeded(LimitKind::WallTime)
-    );
+    let ended = run(&limits);
     // Generous: the point is that it stops, not how precisely on a loaded 2-core machine.
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "took {:?}",
         started.elapsed()
     );
-    outcome
+    ended
 }
 
 /// A module whose `_start` fills 16 MiB of memory over and over: a few instructions a turn,
@@ -1925,20 +1932,10 @@ fn an_endless_init_is_stopped_by_the_deadline_of_the_preinitializer() {
             (func (export "init") (loop br 0)))"#,
     )
     .unwrap();
-    let limits = Limits {
-        fuel: u64::MAX / 2,
-        wall_time: Duration::from_millis(300),
-        ..Limits::default()
-    };
-    let started = Instant::now();
-    let error = sandbox(BackendKind::Wasmtime)
-        .preinitialize(&wasm, "init", &Capabilities::new(), &limits)
-        .unwrap_err();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        started.elapsed()
-    );
+    let error = ended_soon_after_the_deadline(|limits| {
+        sandbox(BackendKind::Wasmtime).preinitialize(&wasm, "init", &Capabilities::new(), limits)
+    })
+    .unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains("pre-initialization with `init` failed") && message.contains("wall_time"),
