@@ -1,4 +1,5 @@
-//! The image tools decode JPEG in the sandbox to the pixels a native decoder gets.
+//! The image tools decode JPEG in the sandbox to the pixels a native decoder gets, resample
+//! to the pixels `image` computes natively, and write the PNG a native encoder writes.
 //!
 //! In the sandbox, zune-jpeg runs the WebAssembly SIMD IDCT and colour conversion of
 //! `vendor/zune-jpeg` (natively it runs its AVX2 or scalar code, which it keeps bit for bit the
@@ -8,7 +9,9 @@
 //! blocks (the DC-only shortcut) and noisy ones (every AC term), low and high quality.
 
 use base64::Engine as _;
-use image::{ImageEncoder, codecs::jpeg::JpegEncoder};
+use image::{
+    DynamicImage, ImageEncoder, ImageFormat, codecs::jpeg::JpegEncoder, imageops::FilterType,
+};
 use locara_facade::{BackendKind, Locara, LocaraConfig, RunRequest};
 use locara_test_artifacts::TestHome;
 use serde_json::json;
@@ -98,15 +101,7 @@ async fn jpeg_is_decoded_in_the_sandbox_to_the_native_pixels() {
                 .await
                 .unwrap();
             assert!(response.ok, "{what}: {:?}", response.error);
-            let png = base64::engine::general_purpose::STANDARD
-                .decode(
-                    response.files[0]
-                        .base64
-                        .as_deref()
-                        .expect("the PNG's bytes"),
-                )
-                .unwrap();
-            let sandboxed = image::load_from_memory(&png).expect("the PNG decodes");
+            let sandboxed = image::load_from_memory(&png_of(&response)).expect("the PNG decodes");
             assert_eq!(
                 (sandboxed.width(), sandboxed.height()),
                 (*width, *height),
@@ -120,6 +115,139 @@ async fn jpeg_is_decoded_in_the_sandbox_to_the_native_pixels() {
                 .filter(|(a, b)| a != b)
                 .count();
             assert_eq!(differ, 0, "{what}: {differ} pixels differ");
+        }
+    }
+}
+
+/// The PNG file of a call's answer, decoded from its base64.
+fn png_of(response: &locara_facade::RunResponse) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(
+            response.files[0]
+                .base64
+                .as_deref()
+                .expect("the PNG's bytes"),
+        )
+        .expect("the PNG's base64")
+}
+
+/// What `image.resize` computes: `resize_exact`, around which an image with translucent
+/// pixels is premultiplied by alpha (rounded to nearest) and divided back (transparent pixels
+/// staying 0), as `image_resize.rs` documents.
+fn premultiplied_resize(
+    source: &DynamicImage,
+    width: u32,
+    height: u32,
+    filter: FilterType,
+) -> DynamicImage {
+    let channels = usize::from(source.color().channel_count());
+    let translucent = source.color().has_alpha()
+        && source
+            .as_bytes()
+            .chunks_exact(channels)
+            .any(|p| p[channels - 1] != 255);
+    if !translucent {
+        return source.resize_exact(width, height, filter);
+    }
+    let by_alpha = |image: &mut DynamicImage, forward: bool| {
+        let bytes: &mut [u8] = match image {
+            DynamicImage::ImageLumaA8(b) => b,
+            DynamicImage::ImageRgba8(b) => b,
+            _ => unreachable!("8-bit with alpha"),
+        };
+        for p in bytes.chunks_exact_mut(channels) {
+            let a = u32::from(p[channels - 1]);
+            for c in &mut p[..channels - 1] {
+                let v = u32::from(*c);
+                let v = if forward {
+                    (v * a + 127) / 255
+                } else {
+                    (v * 255 + a / 2).checked_div(a).unwrap_or(0).min(255)
+                };
+                *c = u8::try_from(v).unwrap();
+            }
+        }
+    };
+    let mut image = source.clone();
+    by_alpha(&mut image, true);
+    let mut out = image.resize_exact(width, height, filter);
+    by_alpha(&mut out, false);
+    out
+}
+
+/// `image.resize` in the sandbox gives `image`'s own `resize_exact` pixels (premultiplied by
+/// alpha as the tool does), for every 8-bit
+/// layout and filter, down and up: the tool resamples with code of its own
+/// (`image_resize/resample.rs`), in WebAssembly SIMD for three and four channels (an RGB pixel
+/// read as four values, the last of a row reaching past it), so a wrong lane, tap or edge
+/// changes pixels here. The PNG it writes is byte for byte the one `image` writes natively
+/// for those pixels: the adaptive filter's choice of each row rests on a sum that
+/// `vendor/png` computes in WebAssembly SIMD.
+#[tokio::test(flavor = "multi_thread")]
+async fn resize_in_the_sandbox_gives_the_native_pixels_and_png() {
+    let home = TestHome::new();
+    let filters = [
+        ("nearest", FilterType::Nearest),
+        ("triangle", FilterType::Triangle),
+        ("catmull_rom", FilterType::CatmullRom),
+        ("gaussian", FilterType::Gaussian),
+        ("lanczos3", FilterType::Lanczos3),
+    ];
+    let engines = [BackendKind::Wasmtime, BackendKind::Wasmi]
+        .map(|engine| Locara::new(&LocaraConfig::new(home.path()).with_engine(engine)).unwrap());
+    // Widths that are not whole blocks of 16 values, sizes down and up.
+    let sizes = [((75, 61), (29, 40)), ((37, 23), (80, 47))];
+    for channels in 1..=4 {
+        for (seed, &((width, height), (to_width, to_height))) in sizes.iter().enumerate() {
+            let pixels = picture(width, height, channels, 7 + seed as u64);
+            let source = match channels {
+                1 => DynamicImage::ImageLuma8(
+                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
+                ),
+                2 => DynamicImage::ImageLumaA8(
+                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
+                ),
+                3 => DynamicImage::ImageRgb8(
+                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
+                ),
+                _ => DynamicImage::ImageRgba8(
+                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
+                ),
+            };
+            let mut png = std::io::Cursor::new(Vec::new());
+            source.write_to(&mut png, ImageFormat::Png).unwrap();
+            let base64 = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
+            for ((name, filter), engine) in filters
+                .into_iter()
+                .flat_map(|f| [(f, BackendKind::Wasmtime), (f, BackendKind::Wasmi)])
+            {
+                let what = format!(
+                    "{channels} channels, {width}×{height} to {to_width}×{to_height}, {name}, on {engine:?}"
+                );
+                let response = engines[usize::from(engine == BackendKind::Wasmi)]
+                    .run(RunRequest::new(
+                        "image.resize",
+                        json!({"source": {"base64": base64}, "width": to_width, "height": to_height,
+                               "mode": "exact", "filter": name, "format": "png"}),
+                    ))
+                    .await
+                    .unwrap();
+                assert!(response.ok, "{what}: {:?}", response.error);
+                let written = png_of(&response);
+                let sandboxed = image::load_from_memory(&written).expect("the PNG decodes");
+                let native = premultiplied_resize(&source, to_width, to_height, filter);
+                assert_eq!(sandboxed.color(), native.color(), "{what}");
+                assert!(
+                    sandboxed.as_bytes() == native.as_bytes(),
+                    "{what}: the pixels differ"
+                );
+                let mut again = std::io::Cursor::new(Vec::new());
+                native.write_to(&mut again, ImageFormat::Png).unwrap();
+                assert!(
+                    written == *again.get_ref(),
+                    "{what}: the PNG differs from the native one"
+                );
+            }
         }
     }
 }
