@@ -5,7 +5,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use tower::{Layer, ServiceExt, service_fn};
 
-use crate::{ExecError, ParsedCall, ToolCall, ValidateIdLayer, cap_output::cap_value};
+use crate::{
+    ExecError, ParsedCall, ToolCall, ValidateIdLayer,
+    cap_output::{cap_value, size, surely_fits},
+};
 
 /// An inner service that records what reaches it and answers with a marker error.
 fn recorder() -> (
@@ -65,6 +68,33 @@ fn small_output_is_untouched() {
     let mut value = json!({"a": "short", "n": [1, 2, 3]});
     assert_eq!(cap_value(&mut value, 1000), None);
     assert_eq!(value, json!({"a": "short", "n": [1, 2, 3]}));
+}
+
+/// The cap's shortcut never lets through an output it should have cut: its bound is at
+/// least the compact JSON's length, for the values whose JSON is longest for their size
+/// (control characters escaped as `\u00XX`, the longest numbers, literals, empty containers).
+#[test]
+fn the_cap_bound_is_never_below_the_size() {
+    let control: String = (0u8..0x20).map(char::from).collect();
+    let values = [
+        json!(null),
+        json!(false),
+        json!(-1.234_567_890_123_456_7e-308),
+        json!(i64::MIN),
+        json!(u64::MAX),
+        json!(control),
+        json!({ control.clone(): [control.clone(), -0.0, 1e300, null, true] }),
+        json!([[], {}, [[]], {"": {}}]),
+        json!({"chunks": [{"index": 0, "text": "A \"quoted\" line\n", "start": 0, "end": 18}], "count": 1}),
+    ];
+    for value in values {
+        let exact = size(&value);
+        assert!(!surely_fits(&value, exact - 1), "{value}: {exact} bytes");
+        let mut capped = value.clone();
+        assert_eq!(cap_value(&mut capped, exact), None, "{value}");
+        assert_eq!(capped, value);
+    }
+    assert!(surely_fits(&json!({"a": "short", "n": [1, 2, 3]}), 1000));
 }
 
 #[test]

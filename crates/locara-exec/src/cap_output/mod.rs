@@ -61,7 +61,7 @@ where
     }
 }
 
-fn size(value: &Value) -> usize {
+pub(crate) fn size(value: &Value) -> usize {
     /// Counts the bytes written to it, keeping none.
     struct Count(usize);
     impl std::io::Write for Count {
@@ -75,6 +75,42 @@ fn size(value: &Value) -> usize {
     }
     let mut count = Count(0);
     serde_json::to_writer(&mut count, value).map_or(usize::MAX, |()| count.0)
+}
+
+/// Whether `value`'s compact JSON surely fits in `cap` bytes, from a bound on its length that
+/// is cheaper than writing it (most outputs are far below the cap): each string at most six
+/// bytes per byte of text (`\u00XX`, the longest escape) and its quotes, each number at most
+/// 24 characters (`-1.2345678901234567e-308`; an integer is at most 20), each literal at most
+/// 5, and the brackets, colons and commas. `false` says only that the exact size is needed.
+pub(crate) fn surely_fits(value: &Value, cap: usize) -> bool {
+    /// Adds `value`'s bound to `total`; `false` as soon as it passes `cap`.
+    fn add(value: &Value, total: &mut usize, cap: usize) -> bool {
+        let string = |s: &str| s.len().saturating_mul(6).saturating_add(2);
+        match value {
+            Value::Null | Value::Bool(_) => *total = total.saturating_add(5),
+            Value::Number(_) => *total = total.saturating_add(24),
+            Value::String(s) => *total = total.saturating_add(string(s)),
+            Value::Array(items) => {
+                *total = total.saturating_add(2 + items.len());
+                for item in items {
+                    if !add(item, total, cap) {
+                        return false;
+                    }
+                }
+            }
+            Value::Object(map) => {
+                *total = total.saturating_add(2 + 2 * map.len());
+                for (key, item) in map {
+                    *total = total.saturating_add(string(key));
+                    if !add(item, total, cap) {
+                        return false;
+                    }
+                }
+            }
+        }
+        *total <= cap
+    }
+    add(value, &mut 0, cap)
 }
 
 /// The marker appended to a cut string.
@@ -117,6 +153,9 @@ fn longest_string(value: &Value) -> usize {
 /// is not enough (a huge array of numbers, say), the value is replaced by an object that
 /// says so and carries a prefix of the JSON text.
 pub(crate) fn cap_value(value: &mut Value, cap: usize) -> Option<Truncation> {
+    if surely_fits(value, cap) {
+        return None;
+    }
     let original = size(value);
     if original <= cap {
         return None;
