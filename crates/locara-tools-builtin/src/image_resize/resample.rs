@@ -243,27 +243,56 @@ fn horizontal<const N: usize>(line: &[f32], columns: &[Taps], out: &mut [u8]) {
 /// [`horizontal`] for three or four channels in WebAssembly SIMD: a pixel's channels are the
 /// lanes of one vector (for RGB the fourth lane reads the next value and is dropped), each
 /// summed tap by tap from `0.0` as in the scalar loop, so to the same bits, with one load,
-/// one multiplication and one addition a tap instead of three or four of each.
+/// one multiplication and one addition a tap instead of three or four of each. Two taps a
+/// turn, from one bounds-checked slice (in the guest each turn of a loop pays a fuel check),
+/// and the pixel rounded in vector operations ([`to_u8x4`]).
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 fn horizontal_simd<const N: usize>(line: &[f32], columns: &[Taps], out: &mut [u8]) {
-    use core::arch::wasm32::{f32x4, f32x4_add, f32x4_extract_lane, f32x4_mul, f32x4_splat};
+    use core::arch::wasm32::{f32x4, f32x4_add, f32x4_mul, f32x4_splat};
     for (taps, pixel) in columns.iter().zip(out.chunks_exact_mut(N)) {
-        let first = &line[taps.first * N..][..(taps.weights.len() - 1) * N + 4];
+        let first = &line[taps.first * N..];
+        let (pairs, last) = taps.weights.as_chunks::<2>();
         let mut t = f32x4_splat(0.0);
-        for (&w, p) in taps.weights.iter().zip(first.windows(4).step_by(N)) {
-            let p = f32x4(p[0], p[1], p[2], p[3]);
-            t = f32x4_add(t, f32x4_mul(p, f32x4_splat(w)));
+        let mut at = 0;
+        for &[w0, w1] in pairs {
+            let s = &first[at..at + N + 4];
+            let p0 = f32x4(s[0], s[1], s[2], s[3]);
+            let p1 = f32x4(s[N], s[N + 1], s[N + 2], s[N + 3]);
+            t = f32x4_add(t, f32x4_mul(p0, f32x4_splat(w0)));
+            t = f32x4_add(t, f32x4_mul(p1, f32x4_splat(w1)));
+            at += 2 * N;
         }
-        let t = [
-            f32x4_extract_lane::<0>(t),
-            f32x4_extract_lane::<1>(t),
-            f32x4_extract_lane::<2>(t),
-            f32x4_extract_lane::<3>(t),
-        ];
-        for (out, t) in pixel.iter_mut().zip(t) {
-            *out = to_u8(t);
+        if let [w] = *last {
+            let s = &first[at..at + 4];
+            t = f32x4_add(t, f32x4_mul(f32x4(s[0], s[1], s[2], s[3]), f32x4_splat(w)));
         }
+        pixel.copy_from_slice(&to_u8x4(t)[..N]);
     }
+}
+
+/// [`to_u8`] of each lane, in vector operations: `f32x4.pmax` and `f32x4.pmin` are the
+/// scalar code's comparisons (`a < b ? b : a` and `b < a ? b : a`, NaN giving the bound), and
+/// a tie adds the all-ones of `f32x4.eq` taken away.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn to_u8x4(t: core::arch::wasm32::v128) -> [u8; 4] {
+    use core::arch::wasm32::{
+        f32x4_add, f32x4_eq, f32x4_pmax, f32x4_pmin, f32x4_splat, f32x4_sub, i32x4_extract_lane,
+        i32x4_splat, i32x4_sub, v128_and,
+    };
+    let t = f32x4_pmax(f32x4_splat(0.0), t);
+    let t = f32x4_pmin(f32x4_splat(255.0), t);
+    let m = f32x4_add(t, f32x4_splat(TWO_23));
+    let n = f32x4_sub(m, f32x4_splat(TWO_23));
+    let tie = f32x4_eq(f32x4_sub(t, n), f32x4_splat(0.5));
+    let r = i32x4_sub(v128_and(m, i32x4_splat(0xff)), tie);
+    // Each lane is in `0..=255`.
+    [
+        i32x4_extract_lane::<0>(r) as u8,
+        i32x4_extract_lane::<1>(r) as u8,
+        i32x4_extract_lane::<2>(r) as u8,
+        i32x4_extract_lane::<3>(r) as u8,
+    ]
 }
 
 /// The source pixels one output pixel reads along one axis, and their normalised weights.
