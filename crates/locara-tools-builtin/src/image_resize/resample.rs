@@ -19,7 +19,7 @@
 //!
 //! In the guest (`wasm32` with `simd128`) two steps are written in WebAssembly SIMD, each
 //! lane doing the portable code's operations in its order, so the bits are the same: the
-//! vertical pass's blocks of 16 columns (`block_sum`: a tap's 16 bytes in two widening
+//! vertical pass's blocks of 16 columns (`lanes`: a tap's 16 bytes in two widening
 //! loads rather than four 4-byte ones), and the horizontal pass for three and four channels
 //! (`horizontal_simd`: a pixel's channels are one vector's lanes, one multiplication and
 //! one addition a tap rather than three or four). Natively LLVM's code for the portable loops
@@ -124,8 +124,8 @@ fn vertical(lines: &[u8], weights: &[f32], out: &mut [f32]) {
 }
 
 /// Columns `x..x + 16` of [`vertical`]'s sum: two taps a turn (`pairs`), then the `last` if
-/// the count is odd.
-#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+/// the count is odd, each tap's product added to every lane in tap order. The order is this
+/// one loop's for every target; only the lanes' arithmetic ([`lanes`]) is chosen per target.
 #[inline(always)]
 fn block_sum(
     lines: &[u8],
@@ -134,45 +134,72 @@ fn block_sum(
     pairs: &[[f32; 2]],
     last: Option<f32>,
 ) -> [f32; 16] {
-    let lanes = |line: &[u8]| -> [u8; 16] { line[x..x + 16].try_into().expect("16 bytes") };
-    let mut t = [0.0f32; 16];
+    let mut t = lanes::zero();
     for (two, &[w0, w1]) in lines.chunks_exact(2 * row).zip(pairs) {
-        let (s0, s1) = (lanes(&two[..row]), lanes(&two[row..]));
-        for ((t, s0), s1) in t.iter_mut().zip(s0).zip(s1) {
-            *t += f32::from(s0) * w0;
-            *t += f32::from(s1) * w1;
-        }
+        let (s0, s1) = (lanes::load(&two[..row], x), lanes::load(&two[row..], x));
+        lanes::add_product(&mut t, s0, w0);
+        lanes::add_product(&mut t, s1, w1);
     }
     if let Some(w) = last {
-        let s = lanes(&lines[pairs.len() * 2 * row..]);
+        lanes::add_product(&mut t, lanes::load(&lines[pairs.len() * 2 * row..], x), w);
+    }
+    lanes::finish(t)
+}
+
+/// [`block_sum`]'s 16 running sums, portably: LLVM vectorizes these loops well natively.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+mod lanes {
+    pub(super) type Sums = [f32; 16];
+    pub(super) type Bytes = [u8; 16];
+
+    #[inline(always)]
+    pub(super) fn zero() -> Sums {
+        [0.0; 16]
+    }
+
+    #[inline(always)]
+    pub(super) fn load(line: &[u8], x: usize) -> Bytes {
+        line[x..x + 16].try_into().expect("16 bytes")
+    }
+
+    /// `t[i] += f32::from(s[i]) * w` for every lane.
+    #[inline(always)]
+    pub(super) fn add_product(t: &mut Sums, s: Bytes, w: f32) {
         for (t, s) in t.iter_mut().zip(s) {
             *t += f32::from(s) * w;
         }
     }
-    t
+
+    #[inline(always)]
+    pub(super) fn finish(t: Sums) -> [f32; 16] {
+        t
+    }
 }
 
-/// [`block_sum`] in WebAssembly SIMD, the same operations on each lane in the same order (so
-/// the same bits): LLVM made the portable loop a 4-byte load, two widenings and a conversion
-/// for each 4 columns, each load's address computed and bounds-checked apart, in the guest;
-/// here each tap's 16 bytes are two 8-byte widening loads.
+/// [`block_sum`]'s 16 running sums in WebAssembly SIMD, four `f32x4`s, the same operation on
+/// each lane (so the same bits): LLVM made the portable loads a 4-byte load, two widenings and
+/// a conversion for each 4 columns, each load's address computed and bounds-checked apart, in
+/// the guest; here each tap's 16 bytes are two 8-byte widening loads.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-#[inline(always)]
-fn block_sum(
-    lines: &[u8],
-    row: usize,
-    x: usize,
-    pairs: &[[f32; 2]],
-    last: Option<f32>,
-) -> [f32; 16] {
+mod lanes {
     use core::arch::wasm32::{
         f32x4_add, f32x4_convert_i32x4, f32x4_extract_lane, f32x4_mul, f32x4_splat, u8x16,
         u16x8_extend_high_u8x16, u16x8_extend_low_u8x16, u32x4_extend_high_u16x8,
         u32x4_extend_low_u16x8, v128,
     };
-    // The 16 bytes as four vectors of `f32` (the values are below 2⁸, so the signed
-    // conversion is exact, and one instruction where the unsigned one is several).
-    let widen = |line: &[u8]| -> [v128; 4] {
+
+    pub(super) type Sums = [v128; 4];
+    pub(super) type Bytes = [v128; 4];
+
+    #[inline(always)]
+    pub(super) fn zero() -> Sums {
+        [f32x4_splat(0.0); 4]
+    }
+
+    /// The 16 bytes as four vectors of `f32` (the values are below 2⁸, so the signed
+    /// conversion is exact, and one instruction where the unsigned one is several).
+    #[inline(always)]
+    pub(super) fn load(line: &[u8], x: usize) -> Bytes {
         let b: &[u8; 16] = line[x..x + 16].try_into().expect("16 bytes");
         let v = u8x16(
             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
@@ -187,34 +214,31 @@ fn block_sum(
         ]
         // A closure: a `#[target_feature]` function is not an `FnMut`.
         .map(|v| f32x4_convert_i32x4(v))
-    };
-    let mut t = [f32x4_splat(0.0); 4];
-    for (two, &[w0, w1]) in lines.chunks_exact(2 * row).zip(pairs) {
-        let (s0, s1) = (widen(&two[..row]), widen(&two[row..]));
-        let (w0, w1) = (f32x4_splat(w0), f32x4_splat(w1));
-        for ((t, s0), s1) in t.iter_mut().zip(s0).zip(s1) {
-            *t = f32x4_add(*t, f32x4_mul(s0, w0));
-            *t = f32x4_add(*t, f32x4_mul(s1, w1));
-        }
     }
-    if let Some(w) = last {
-        let s = widen(&lines[pairs.len() * 2 * row..]);
+
+    /// `t[i] += s[i] * w` for every lane.
+    #[inline(always)]
+    pub(super) fn add_product(t: &mut Sums, s: Bytes, w: f32) {
         let w = f32x4_splat(w);
         for (t, s) in t.iter_mut().zip(s) {
             *t = f32x4_add(*t, f32x4_mul(s, w));
         }
     }
-    // Four vector stores.
-    let mut out = [0.0f32; 16];
-    for (out, t) in out.as_chunks_mut::<4>().0.iter_mut().zip(t) {
-        *out = [
-            f32x4_extract_lane::<0>(t),
-            f32x4_extract_lane::<1>(t),
-            f32x4_extract_lane::<2>(t),
-            f32x4_extract_lane::<3>(t),
-        ];
+
+    /// The sums as 16 `f32`s (four vector stores).
+    #[inline(always)]
+    pub(super) fn finish(t: Sums) -> [f32; 16] {
+        let mut out = [0.0f32; 16];
+        for (out, t) in out.as_chunks_mut::<4>().0.iter_mut().zip(t) {
+            *out = [
+                f32x4_extract_lane::<0>(t),
+                f32x4_extract_lane::<1>(t),
+                f32x4_extract_lane::<2>(t),
+                f32x4_extract_lane::<3>(t),
+            ];
+        }
+        out
     }
-    out
 }
 
 /// One output row from one intermediate row of `N`-channel pixels, each channel summed tap by
