@@ -4221,6 +4221,29 @@ pub fn share_proto(proto_ptr: ProtoPtr) -> usize {
     mark_proto(proto_ptr)
 }
 
+impl GC {
+    // LOCARA-PATCH: see `Lua::close_for_exit`.
+    /// Releases every userdata object as dropping the collector would, and leaks every other
+    /// object: for a process about to exit.
+    pub(crate) fn release_userdata_for_exit(&mut self) {
+        for list in [
+            &mut self.allgc,
+            &mut self.survival,
+            &mut self.old1,
+            &mut self.old,
+            &mut self.fixed_list,
+        ] {
+            for obj in list.take_all() {
+                if matches!(obj, GcObjectOwner::Userdata(_)) {
+                    Self::release_or_detach_object(obj);
+                } else {
+                    std::mem::forget(obj);
+                }
+            }
+        }
+    }
+}
+
 impl Drop for GC {
     fn drop(&mut self) {
         for obj in self.allgc.take_all() {

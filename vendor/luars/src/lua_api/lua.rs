@@ -182,6 +182,17 @@ impl Lua {
     pub fn global_state_mut(&mut self) -> &mut GlobalState {
         &mut self.global_state_owner
     }
+
+    // LOCARA-PATCH: dropping a `Lua` frees every object it made, one at a time; a process about
+    // to exit need not, and in a WebAssembly guest that is a large part of a short program.
+    /// Ends the runtime in a process about to exit: drops every userdata (whose Rust value may
+    /// hold what lives outside the runtime's memory, such as an open file's buffered writes,
+    /// flushed when it drops, as dropping the `Lua` does) and leaks every other object, whose
+    /// memory the process's exit returns whole.
+    pub fn close_for_exit(mut self) {
+        self.global_state_owner.gc.release_userdata_for_exit();
+        std::mem::forget(self);
+    }
 }
 
 impl Default for Lua {
