@@ -298,7 +298,8 @@ for _, args in ipairs({{text = 0/0}, {1, text = "mixed"}, cycle, {text = print}}
   local ok, message = pcall(locara.call, "text.chunk", args)
   refused[#refused + 1] = (not ok) and tostring(message) or "ran"
 end
-return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, err.code, err.violations[1].pointer, table.concat(refused, "|")
+local _, no_args = pcall(locara.call, "text.chunk")
+return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, err.code, err.violations[1].pointer, table.concat(refused, "|"), r.stats.engine, r.stats.limits.max_fds, #r.files, no_args.code, no_args.violations[1].message
 "#;
     for engine in BackendKind::ALL {
         let locara = host(&home, engine, &App::default());
@@ -319,6 +320,12 @@ return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, 
         assert!(refused[1].contains("neither all strings"), "{result}");
         assert!(refused[2].contains("nest deeper than 64"), "{result}");
         assert!(refused[3].contains("cannot be a function"), "{result}");
+        // The call's stats come back, and an empty `files`; no arguments are `{}`.
+        assert_eq!(fields[7], format!("{engine:?}").to_lowercase(), "{result}");
+        assert!(fields[8].parse::<u32>().unwrap() > 0, "{result}");
+        assert_eq!(fields[9], "0", "{result}");
+        assert_eq!(fields[10], "invalid_input", "{result}");
+        assert!(fields[11].contains("text"), "{result}");
     }
 }
 
@@ -366,6 +373,23 @@ async fn the_gateway_refuses_what_the_app_did_not_grant() {
                 .contains("did not grant `tools`"),
             "{seen}"
         );
+        // code-exec.lua too, with the error object its callers get.
+        let lua = r#"
+local ok, err = pcall(locara.call, "text.chunk", {text = "A. B."})
+return tostring(ok), err.tool, err.code, err.message, err.hint
+"#;
+        let response = program(&host(&home, engine, &app), "code-exec.lua", lua, json!({})).await;
+        let result = response.output.as_ref().unwrap()["result"]
+            .as_str()
+            .unwrap();
+        let fields: Vec<&str> = result.split('\t').collect();
+        assert_eq!(
+            fields[..3],
+            ["false", "text.chunk", "capability_denied"],
+            "{engine:?}: {result}"
+        );
+        assert!(fields[3].contains("did not grant `tools`"), "{result}");
+        assert!(fields[4].contains("must grant `tools`"), "{result}");
 
         // An inner tool needing what the app lacks (the network, for web.fetch) is refused.
         let seen = printed(

@@ -664,6 +664,10 @@ fn register_functions(lua: &mut Lua, session: &Rc<RefCell<Session>>) -> luars::L
     state.register_function("__code_exec_tools", move |l| {
         tools_call(l, &mut s.borrow_mut().calls_made)
     })?;
+    let s = Rc::clone(session);
+    state.register_function("__code_exec_call", move |l| {
+        call_tool(l, &mut s.borrow_mut().calls_made)
+    })?;
     Ok(())
 }
 
@@ -705,10 +709,17 @@ fn run_lua(
             ));
         }
     };
-    // Dropping the interpreter here (not at the process's end) closes the files the program
-    // left open, flushing what it wrote to them before `out/` is listed.
+    // Ending the interpreter here (not at the process's end) closes the files the program
+    // left open, flushing what it wrote to them before `out/` is listed. In the guest, whose
+    // process ends with the call, only those are released and the rest of the interpreter's
+    // memory is left to the process's end: freeing its every object one at a time was about a
+    // fifth of a short program's time, and more the more tool calls it made.
     drop((seed, driver));
-    drop(lua);
+    if cfg!(target_os = "wasi") {
+        lua.close_for_exit();
+    } else {
+        drop(lua);
+    }
     Ok((outcome, session))
 }
 
@@ -761,55 +772,128 @@ fn progress_call(
     Ok(0)
 }
 
-/// `__code_exec_tools(request, file_mt)`, behind the driver's `locara.call`, `locara.search`
-/// and `locara.describe`: sends the Lua table `request` as JSON to the host's `tools` gateway
-/// and returns its answer as Lua tables, or `nil, code, message` when the gateway refused
-/// (`capability_denied`) or failed (`failed`). Both conversions are streamed here, in Rust:
-/// the request is written as JSON text straight from the Lua values ([`LuaJson`]) and the
-/// answer read straight into Lua values ([`ToLua`]), with no `serde_json::Value` between, no
-/// JSON handled in Lua, and no answer compiled as a chunk. Files go by value: a table whose
-/// metatable is `file_mt` (`locara.file`) is written as `{"base64": …}` of that file, and the
-/// files of a call's answer are saved under `calls/<n>/` and returned with their `path`
-/// instead.
+/// `__code_exec_tools(request, file_mt)`, behind the driver's `locara.search`,
+/// `locara.describe` and `locara.tools`: sends the Lua table `request` as JSON to the host's
+/// `tools` gateway and returns its answer as Lua tables, or `nil, code, message` when the
+/// gateway refused (`capability_denied`) or failed (`failed`). Both conversions are streamed
+/// here, in Rust: the request is written as JSON text straight from the Lua values
+/// ([`LuaJson`]) and the answer read straight into Lua values ([`ToLua`]), with no
+/// `serde_json::Value` between, no JSON handled in Lua, and no answer compiled as a chunk.
+/// Files go by value: a table whose metatable is `file_mt` (`locara.file`) is written as
+/// `{"base64": …}` of that file, and the files of a call's answer are saved under `calls/<n>/`
+/// and returned with their `path` instead.
 fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> {
     let request = l.get_arg(1).unwrap_or_else(LuaValue::nil);
     let file_mt = l.get_arg(2).unwrap_or_else(LuaValue::nil);
     let failure = RefCell::new(None);
-    let request = serde_json::to_vec(&LuaJson {
-        value: &request,
-        file_mt: &file_mt,
-        depth: 0,
-        failure: &failure,
-    });
-    let request = match (request, failure.into_inner()) {
-        (Ok(request), None) => Ok(request),
-        // A file that cannot be read fails the call, as a failed call would.
-        (_, Some(error)) => Err(error),
-        (Err(message), None) => return Err(l.error(message.to_string())),
+    let request = LuaJson::new(&request, &file_mt, &failure);
+    let answer = match ask_gateway(l, &request, &failure)? {
+        Ok(answer) => answer,
+        Err(refused) => return push_refusal(l, &refused),
     };
-    let answer = request
-        .and_then(|request| locara_pdk::host::call_bytes("tools", &request))
-        .and_then(|answer| answer_to_lua(l, &answer, calls_made));
-    match answer {
+    match answer_to_lua(l, &answer, calls_made) {
         Ok(answer) => {
             // No collection runs while the answer is built (luars collects only at the VM's
             // safe points), and the finished table is rooted on the stack at once.
             l.push_value(answer)?;
             Ok(1)
         }
-        Err(error) => {
-            let code = match error.kind() {
-                abi::ErrorKind::BadArgs => "capability_denied",
-                _ => "failed",
-            };
-            l.push_value(LuaValue::nil())?;
-            let code = l.create_string(code)?;
-            l.push_value(code)?;
-            let message = l.create_string(error.message())?;
-            l.push_value(message)?;
-            Ok(3)
-        }
+        Err(error) => push_refusal(l, &error),
     }
+}
+
+/// `__code_exec_call(tool, arguments, file_mt)`, behind the driver's `locara.call`: asks the
+/// gateway to call `tool` with the Lua value `arguments` (written as [`tools_call`] writes a
+/// request, with no request table made for it), and returns only what `locara.call` gives the
+/// program: `true, tool, output, files, stats` when the call succeeded (`files` is `nil` when
+/// there are none), `false, tool, error` (the error report, as a table) when it failed, and
+/// `nil, code, message` when the gateway refused or failed. The answer's other members (`ok`,
+/// a receipt, …) are read past, never made into Lua values.
+fn call_tool(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> {
+    let tool = l.get_arg(1).unwrap_or_else(LuaValue::nil);
+    let arguments = l.get_arg(2).unwrap_or_else(LuaValue::nil);
+    let file_mt = l.get_arg(3).unwrap_or_else(LuaValue::nil);
+    let failure = RefCell::new(None);
+    let request = CallRequest {
+        op: "call",
+        tool: LuaJson::new(&tool, &file_mt, &failure),
+        arguments: LuaJson::new(&arguments, &file_mt, &failure),
+    };
+    let answer = match ask_gateway(l, &request, &failure)? {
+        Ok(answer) => answer,
+        Err(refused) => return push_refusal(l, &refused),
+    };
+    let mut failure = None;
+    let read = read_answer(&answer, |reader| {
+        serde::de::DeserializeSeed::deserialize(
+            CallAnswer {
+                l: &mut *l,
+                calls_made,
+                failure: &mut failure,
+            },
+            reader,
+        )
+    });
+    let answer = match (read, failure) {
+        (Ok(answer), None) => answer,
+        (_, Some(error)) | (Err(error), None) => return push_refusal(l, &error),
+    };
+    // Nothing was collected while the values were made, and they are rooted on the stack now.
+    let returned: &[LuaValue] = if answer.ok {
+        &[
+            LuaValue::boolean(true),
+            answer.tool,
+            answer.output,
+            answer.files,
+            answer.stats,
+        ]
+    } else {
+        &[LuaValue::boolean(false), answer.tool, answer.error]
+    };
+    for value in returned {
+        l.push_value(*value)?;
+    }
+    Ok(returned.len())
+}
+
+/// The request `locara.call` sends: `{"op": "call", "tool", "arguments"}`.
+#[derive(serde::Serialize)]
+struct CallRequest<'a> {
+    op: &'static str,
+    tool: LuaJson<'a>,
+    arguments: LuaJson<'a>,
+}
+
+/// Sends `request` to the gateway: its answer, or why the gateway (or reading a file the
+/// request passes) failed. A request that cannot be written as JSON is a Lua error.
+fn ask_gateway(
+    l: &mut LuaState,
+    request: &impl serde::Serialize,
+    failure: &RefCell<Option<ToolError>>,
+) -> luars::LuaResult<Result<Vec<u8>, ToolError>> {
+    let request = serde_json::to_vec(request);
+    let request = match (request, failure.borrow_mut().take()) {
+        (Ok(request), None) => request,
+        // A file that cannot be read fails the call, as a failed call would.
+        (_, Some(error)) => return Ok(Err(error)),
+        (Err(message), None) => return Err(l.error(message.to_string())),
+    };
+    Ok(locara_pdk::host::call_bytes("tools", &request))
+}
+
+/// Returns `nil, code, message` for a request the gateway refused (`capability_denied`) or
+/// that failed (`failed`).
+fn push_refusal(l: &mut LuaState, error: &ToolError) -> luars::LuaResult<usize> {
+    let code = match error.kind() {
+        abi::ErrorKind::BadArgs => "capability_denied",
+        _ => "failed",
+    };
+    l.push_value(LuaValue::nil())?;
+    let code = l.create_string(code)?;
+    l.push_value(code)?;
+    let message = l.create_string(error.message())?;
+    l.push_value(message)?;
+    Ok(3)
 }
 
 /// How deep tables passed to a tool may nest: deeper is taken for a table that holds itself.
@@ -827,7 +911,20 @@ struct LuaJson<'a> {
     failure: &'a RefCell<Option<ToolError>>,
 }
 
-impl LuaJson<'_> {
+impl<'a> LuaJson<'a> {
+    fn new(
+        value: &'a LuaValue,
+        file_mt: &'a LuaValue,
+        failure: &'a RefCell<Option<ToolError>>,
+    ) -> LuaJson<'a> {
+        LuaJson {
+            value,
+            file_mt,
+            depth: 0,
+            failure,
+        }
+    }
+
     fn child<'b>(&'b self, value: &'b LuaValue) -> LuaJson<'b> {
         LuaJson {
             value,
@@ -953,23 +1050,38 @@ fn answer_to_lua(
     calls_made: &mut u32,
 ) -> Result<LuaValue, ToolError> {
     let mut failure = None;
-    let mut reader = serde_json::Deserializer::from_slice(answer);
-    let read = serde::de::DeserializeSeed::deserialize(
-        Answer {
-            l,
-            calls_made,
-            failure: &mut failure,
-        },
-        &mut reader,
-    )
-    .and_then(|value| reader.end().map(|()| value));
+    let read = read_answer(answer, |reader| {
+        serde::de::DeserializeSeed::deserialize(
+            Answer {
+                l: &mut *l,
+                calls_made,
+                failure: &mut failure,
+            },
+            reader,
+        )
+    });
     match (read, failure) {
         (Ok(value), None) => Ok(value),
-        (_, Some(error)) => Err(error),
-        (Err(e), None) => Err(ToolError::failed(format!(
-            "the host's answer to `tools` is not JSON: {e}"
-        ))),
+        (_, Some(error)) | (Err(error), None) => Err(error),
     }
+}
+
+/// Reads the gateway's answer with `read`, which must take all of it. The text is checked to
+/// be UTF-8 once, as a whole, rather than string by string.
+fn read_answer<T>(
+    answer: &[u8],
+    read: impl FnOnce(
+        &mut serde_json::Deserializer<serde_json::de::StrRead<'_>>,
+    ) -> serde_json::Result<T>,
+) -> Result<T, ToolError> {
+    let not_json = |e: &dyn std::fmt::Display| {
+        ToolError::failed(format!("the host's answer to `tools` is not JSON: {e}"))
+    };
+    let text = std::str::from_utf8(answer).map_err(|e| not_json(&e))?;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    read(&mut reader)
+        .and_then(|value| reader.end().map(|()| value))
+        .map_err(|e| not_json(&e))
 }
 
 /// A gateway answer: an object, whose `files` (a call's) are saved as [`save_files`] does
@@ -997,41 +1109,146 @@ impl<'de> serde::de::Visitor<'de> for Answer<'_> {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<LuaValue, A::Error> {
         use serde::de::Error as _;
-        let mut entries = Vec::new();
+        let mut scratch = Vec::new();
+        let mut to_lua = ToLua {
+            l: self.l,
+            scratch: &mut scratch,
+        };
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let value = if key == "files" {
-                let mut files: Vec<Value> = map.next_value()?;
-                if let Err(error) = save_files(&mut files, self.calls_made) {
-                    let message = error.message().to_owned();
-                    *self.failure = Some(error);
-                    return Err(A::Error::custom(message));
-                }
-                serde::de::DeserializeSeed::deserialize(ToLua(&mut *self.l), Value::Array(files))
-                    .map_err(A::Error::custom)?
+                read_files(&mut map, &mut to_lua, self.calls_made, self.failure)?
             } else {
-                map.next_value_seed(ToLua(&mut *self.l))?
+                map.next_value_seed(to_lua.reborrow())?
             };
             if !value.is_nil() {
-                let key = self.l.create_string(&key).map_err(A::Error::custom)?;
-                entries.push((key, value));
+                let key = to_lua.l.create_string(&key).map_err(A::Error::custom)?;
+                to_lua.scratch.extend([key, value]);
             }
         }
-        table_of(self.l, entries).map_err(A::Error::custom)
+        to_lua.table_from(0).map_err(A::Error::custom)
     }
 }
 
-/// A table of `entries`, sized for them at once.
-fn table_of(l: &mut LuaState, entries: Vec<(LuaValue, LuaValue)>) -> luars::LuaResult<LuaValue> {
-    let table = l.create_table(0, entries.len())?;
-    for (key, value) in entries {
-        l.raw_set(&table, key, value);
+/// The value of a call answer's `files`: the files saved ([`save_files`]), then read as Lua
+/// values with their paths; a file that cannot be saved is put in `failure`.
+fn read_files<'de, A: serde::de::MapAccess<'de>>(
+    map: &mut A,
+    to_lua: &mut ToLua<'_>,
+    calls_made: &mut u32,
+    failure: &mut Option<ToolError>,
+) -> Result<LuaValue, A::Error> {
+    use serde::de::Error as _;
+    let mut files: Vec<Value> = map.next_value()?;
+    if let Err(error) = save_files(&mut files, calls_made) {
+        let message = error.message().to_owned();
+        *failure = Some(error);
+        return Err(A::Error::custom(message));
     }
-    Ok(table)
+    serde::de::DeserializeSeed::deserialize(to_lua.reborrow(), Value::Array(files))
+        .map_err(A::Error::custom)
+}
+
+/// What `locara.call` keeps of a call's answer, as Lua values (`nil` when absent).
+struct CallFields {
+    ok: bool,
+    tool: LuaValue,
+    output: LuaValue,
+    error: LuaValue,
+    files: LuaValue,
+    stats: LuaValue,
+}
+
+/// A call's answer (the `RunResponse`, or the gateway's `{"ok": false, "tool", "error"}`),
+/// read into [`CallFields`]: its other members are read past without making Lua values.
+struct CallAnswer<'a> {
+    l: &'a mut LuaState,
+    calls_made: &'a mut u32,
+    failure: &'a mut Option<ToolError>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for CallAnswer<'_> {
+    type Value = CallFields;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<CallFields, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CallAnswer<'_> {
+    type Value = CallFields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<CallFields, A::Error> {
+        let mut scratch = Vec::new();
+        let mut to_lua = ToLua {
+            l: self.l,
+            scratch: &mut scratch,
+        };
+        let mut fields = CallFields {
+            ok: false,
+            tool: LuaValue::nil(),
+            output: LuaValue::nil(),
+            error: LuaValue::nil(),
+            files: LuaValue::nil(),
+            stats: LuaValue::nil(),
+        };
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let field = match &*key {
+                "ok" => {
+                    fields.ok = map.next_value()?;
+                    continue;
+                }
+                "files" => {
+                    fields.files =
+                        read_files(&mut map, &mut to_lua, self.calls_made, self.failure)?;
+                    continue;
+                }
+                "tool" => &mut fields.tool,
+                "output" => &mut fields.output,
+                "error" => &mut fields.error,
+                "stats" => &mut fields.stats,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *field = map.next_value_seed(to_lua.reborrow())?;
+        }
+        Ok(fields)
+    }
 }
 
 /// JSON read straight into a Lua value: `null` is `nil` (in a table, no entry), an array a
-/// table `1..n`, an integer that fits in 64 bits an integer, any other number a float.
-struct ToLua<'a>(&'a mut LuaState);
+/// table `1..n`, an integer that fits in 64 bits an integer, any other number a float. The
+/// items of the arrays and objects being read wait on one `scratch` stack, each table made
+/// at its size once its items are read.
+struct ToLua<'a> {
+    l: &'a mut LuaState,
+    scratch: &'a mut Vec<LuaValue>,
+}
+
+impl ToLua<'_> {
+    fn reborrow(&mut self) -> ToLua<'_> {
+        ToLua {
+            l: &mut *self.l,
+            scratch: &mut *self.scratch,
+        }
+    }
+
+    /// A table of the key-value pairs on the scratch stack from `start` (key, value, key,
+    /// value, …), which it takes off the stack, sized for them at once.
+    fn table_from(&mut self, start: usize) -> luars::LuaResult<LuaValue> {
+        let table = self.l.create_table(0, (self.scratch.len() - start) / 2)?;
+        let mut pairs = self.scratch.drain(start..);
+        while let (Some(key), Some(value)) = (pairs.next(), pairs.next()) {
+            self.l.raw_set(&table, key, value);
+        }
+        Ok(table)
+    }
+}
 
 impl<'de> serde::de::DeserializeSeed<'de> for ToLua<'_> {
     type Value = LuaValue;
@@ -1069,37 +1286,37 @@ impl<'de> serde::de::Visitor<'de> for ToLua<'_> {
     }
 
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<LuaValue, E> {
-        self.0.create_string(s).map_err(E::custom)
+        self.l.create_string(s).map_err(E::custom)
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<LuaValue, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<LuaValue, A::Error> {
         use serde::de::Error as _;
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element_seed(ToLua(&mut *self.0))? {
-            items.push(item);
+        let start = self.scratch.len();
+        while let Some(item) = seq.next_element_seed(self.reborrow())? {
+            self.scratch.push(item);
         }
         let table = self
-            .0
-            .create_table(items.len(), 0)
+            .l
+            .create_table(self.scratch.len() - start, 0)
             .map_err(A::Error::custom)?;
-        for (i, item) in (1..).zip(items) {
+        for (i, item) in (1..).zip(self.scratch.drain(start..)) {
             if !item.is_nil() {
-                self.0.raw_seti(&table, i, item);
+                self.l.raw_seti(&table, i, item);
             }
         }
         Ok(table)
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<LuaValue, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<LuaValue, A::Error> {
         use serde::de::Error as _;
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key_seed(ToLua(&mut *self.0))? {
-            let value = map.next_value_seed(ToLua(&mut *self.0))?;
+        let start = self.scratch.len();
+        while let Some(key) = map.next_key_seed(self.reborrow())? {
+            let value = map.next_value_seed(self.reborrow())?;
             if !value.is_nil() {
-                entries.push((key, value));
+                self.scratch.extend([key, value]);
             }
         }
-        table_of(self.0, entries).map_err(A::Error::custom)
+        self.table_from(start).map_err(A::Error::custom)
     }
 }
 
@@ -1198,8 +1415,9 @@ function task_methods:step(message) progress_call("step", self.handle, message) 
 function task_methods:done(summary) progress_call("done", self.handle, summary) end
 
 -- Tool calls (docs/code-mode.md): requests go to the host as Lua tables and answers come back
--- as Lua tables; the conversions to and from JSON are done in Rust (`tools_call`).
-local tools_call = __code_exec_tools
+-- as Lua tables; the conversions to and from JSON are done in Rust (`tools_call`, and
+-- `call_tool` for `locara.call`).
+local tools_call, call_tool = __code_exec_tools, __code_exec_call
 local file_mt = {__tostring = function(f) return f.path end}
 local error_mt = {__tostring = function(e)
   local hint = (e.hint ~= "" and e.hint) and (" (hint: " .. e.hint .. ")") or ""
@@ -1212,21 +1430,27 @@ local function locara_error(tool, report)
     report = report,
   }, error_mt)
 end
+-- The error a request the gateway refused or failed raises, at `level`.
+local function refused(tool, code, message, level)
+  local hint = code == "capability_denied" and "the app must grant `tools` for a program to call tools" or ""
+  error(locara_error(tool, {code = code, message = message, hint = hint}), level + 1)
+end
 local function ask(request)
   local answer, code, message = tools_call(request, file_mt)
-  if not answer then
-    local hint = code == "capability_denied" and "the app must grant `tools` for a program to call tools" or ""
-    error(locara_error(request.tool or "tools", {code = code, message = message, hint = hint}), 3)
-  end
+  if not answer then refused(request.tool or "tools", code, message, 3) end
   return answer
 end
 local function call(tool, args)
   if type(tool) ~= "string" then error("the tool must be named by a string", 2) end
-  local answer = ask({op = "call", tool = tool, arguments = args or {}})
-  if not answer.ok then error(locara_error(answer.tool or tool, answer.error or {}), 2) end
-  local files = answer.files or {}
-  for _, f in ipairs(files) do setmetatable(f, file_mt) end
-  return {tool = answer.tool, output = answer.output, files = files, stats = answer.stats}
+  local ok, name, output, files, stats = call_tool(tool, args, file_mt)
+  if ok == nil then refused(tool, name, output, 2) end
+  if not ok then error(locara_error(name or tool, output or {}), 2) end
+  if files then
+    for _, f in ipairs(files) do setmetatable(f, file_mt) end
+  else
+    files = {}
+  end
+  return {tool = name, output = output, files = files, stats = stats}
 end
 local catalog
 local tools = setmetatable({}, {__index = function(_, name)
@@ -1262,7 +1486,7 @@ locara = {
   file = function(path) return setmetatable({path = path}, file_mt) end,
 }
 __code_exec_out, __code_exec_err, __code_exec_report, __code_exec_exit, __code_exec_progress = nil, nil, nil, nil, nil
-__code_exec_tools = nil
+__code_exec_tools, __code_exec_call = nil, nil
 
 local type, select, tostring, error, load, xpcall, pcall, setmetatable =
       type, select, tostring, error, load, xpcall, pcall, setmetatable
