@@ -660,10 +660,7 @@ fn register_functions(lua: &mut Lua, session: &Rc<RefCell<Session>>) -> luars::L
     state.register_function("__code_exec_progress", move |l| {
         progress_call(l, &mut s.borrow_mut().tasks)
     })?;
-    let s = Rc::clone(session);
-    state.register_function("__code_exec_tools", move |l| {
-        tools_call(l, &mut s.borrow_mut().calls_made)
-    })?;
+    state.register_function("__code_exec_tools", tools_call)?;
     let s = Rc::clone(session);
     state.register_function("__code_exec_call", move |l| {
         call_tool(l, &mut s.borrow_mut().calls_made)
@@ -773,16 +770,14 @@ fn progress_call(
 }
 
 /// `__code_exec_tools(request, file_mt)`, behind the driver's `locara.search`,
-/// `locara.describe` and `locara.tools`: sends the Lua table `request` as JSON to the host's
-/// `tools` gateway and returns its answer as Lua tables, or `nil, code, message` when the
-/// gateway refused (`capability_denied`) or failed (`failed`). Both conversions are streamed
-/// here, in Rust: the request is written as JSON text straight from the Lua values
-/// ([`LuaJson`]) and the answer read straight into Lua values ([`ToLua`]), with no
-/// `serde_json::Value` between, no JSON handled in Lua, and no answer compiled as a chunk.
-/// Files go by value: a table whose metatable is `file_mt` (`locara.file`) is written as
-/// `{"base64": …}` of that file, and the files of a call's answer are saved under `calls/<n>/`
-/// and returned with their `path` instead.
-fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> {
+/// `locara.describe` and `locara.tools` (calls go through [`call_tool`]): sends the Lua table
+/// `request` as JSON to the host's `tools` gateway and returns its answer as Lua tables, or
+/// `nil, code, message` when the gateway refused (`capability_denied`) or failed (`failed`).
+/// Both conversions are streamed here, in Rust: the request is written as JSON text straight
+/// from the Lua values ([`LuaJson`]) and the answer read straight into Lua values ([`ToLua`]),
+/// with no `serde_json::Value` between, no JSON handled in Lua, and no answer compiled as a
+/// chunk.
+fn tools_call(l: &mut LuaState) -> luars::LuaResult<usize> {
     let request = l.get_arg(1).unwrap_or_else(LuaValue::nil);
     let file_mt = l.get_arg(2).unwrap_or_else(LuaValue::nil);
     let failure = RefCell::new(None);
@@ -791,7 +786,17 @@ fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize>
         Ok(answer) => answer,
         Err(refused) => return push_refusal(l, &refused),
     };
-    match answer_to_lua(l, &answer, calls_made) {
+    let mut scratch = Vec::new();
+    let read = read_answer(&answer, |reader| {
+        serde::de::DeserializeSeed::deserialize(
+            ToLua {
+                l: &mut *l,
+                scratch: &mut scratch,
+            },
+            reader,
+        )
+    });
+    match read {
         Ok(answer) => {
             // No collection runs while the answer is built (luars collects only at the VM's
             // safe points), and the finished table is rooted on the stack at once.
@@ -805,10 +810,13 @@ fn tools_call(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize>
 /// `__code_exec_call(tool, arguments, file_mt)`, behind the driver's `locara.call`: asks the
 /// gateway to call `tool` with the Lua value `arguments` (written as [`tools_call`] writes a
 /// request, with no request table made for it), and returns only what `locara.call` gives the
-/// program: `true, tool, output, files, stats` when the call succeeded (`files` is `nil` when
-/// there are none), `false, tool, error` (the error report, as a table) when it failed, and
-/// `nil, code, message` when the gateway refused or failed. The answer's other members (`ok`,
-/// a receipt, …) are read past, never made into Lua values.
+/// program. Files go by value: a table whose metatable is `file_mt` (`locara.file`) is written
+/// as `{"base64": …}` of that file, and the files of the answer are saved under `calls/<n>/`
+/// and returned with their `path` instead. It returns `true, tool, output, files, stats` when
+/// the call succeeded (`files` is `nil` when there are none), `false, tool, error` (the error
+/// report, as a table) when it failed, and `nil, code, message` when the gateway refused or
+/// failed. The answer's other members (`ok`, a receipt, …) are read past, never made into Lua
+/// values.
 fn call_tool(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> {
     let tool = l.get_arg(1).unwrap_or_else(LuaValue::nil);
     let arguments = l.get_arg(2).unwrap_or_else(LuaValue::nil);
@@ -1042,30 +1050,6 @@ fn is_file(table: &luars::LuaRawTable, file_mt: &LuaValue) -> bool {
     }
 }
 
-/// A gateway answer's JSON text as Lua values ([`ToLua`]), the `files` of a call's answer
-/// saved under `calls/<n>/` first ([`save_files`]).
-fn answer_to_lua(
-    l: &mut LuaState,
-    answer: &[u8],
-    calls_made: &mut u32,
-) -> Result<LuaValue, ToolError> {
-    let mut failure = None;
-    let read = read_answer(answer, |reader| {
-        serde::de::DeserializeSeed::deserialize(
-            Answer {
-                l: &mut *l,
-                calls_made,
-                failure: &mut failure,
-            },
-            reader,
-        )
-    });
-    match (read, failure) {
-        (Ok(value), None) => Ok(value),
-        (_, Some(error)) | (Err(error), None) => Err(error),
-    }
-}
-
 /// Reads the gateway's answer with `read`, which must take all of it. The text is checked to
 /// be UTF-8 once, as a whole, rather than string by string.
 fn read_answer<T>(
@@ -1082,51 +1066,6 @@ fn read_answer<T>(
     read(&mut reader)
         .and_then(|value| reader.end().map(|()| value))
         .map_err(|e| not_json(&e))
-}
-
-/// A gateway answer: an object, whose `files` (a call's) are saved as [`save_files`] does
-/// and whose members, those files included, are read by [`ToLua`].
-struct Answer<'a> {
-    l: &'a mut LuaState,
-    calls_made: &'a mut u32,
-    failure: &'a mut Option<ToolError>,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for Answer<'_> {
-    type Value = LuaValue;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<LuaValue, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Answer<'_> {
-    type Value = LuaValue;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<LuaValue, A::Error> {
-        use serde::de::Error as _;
-        let mut scratch = Vec::new();
-        let mut to_lua = ToLua {
-            l: self.l,
-            scratch: &mut scratch,
-        };
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let value = if key == "files" {
-                read_files(&mut map, &mut to_lua, self.calls_made, self.failure)?
-            } else {
-                map.next_value_seed(to_lua.reborrow())?
-            };
-            if !value.is_nil() {
-                let key = to_lua.l.create_string(&key).map_err(A::Error::custom)?;
-                to_lua.scratch.extend([key, value]);
-            }
-        }
-        to_lua.table_from(0).map_err(A::Error::custom)
-    }
 }
 
 /// The value of a call answer's `files`: the files saved ([`save_files`]), then read as Lua
