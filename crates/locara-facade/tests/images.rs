@@ -193,8 +193,10 @@ async fn resize_in_the_sandbox_gives_the_native_pixels_and_png() {
         ("gaussian", FilterType::Gaussian),
         ("lanczos3", FilterType::Lanczos3),
     ];
-    let engines = [BackendKind::Wasmtime, BackendKind::Wasmi]
-        .map(|engine| Locara::new(&LocaraConfig::new(home.path()).with_engine(engine)).unwrap());
+    let engines = BackendKind::ALL.map(|engine| {
+        let config = LocaraConfig::new(home.path()).with_engine(engine);
+        (engine, Locara::new(&config).unwrap())
+    });
     // Widths that are not whole blocks of 16 values, sizes down and up.
     let sizes = [((75, 61), (29, 40)), ((37, 23), (80, 47))];
     for channels in 1..=4 {
@@ -217,14 +219,14 @@ async fn resize_in_the_sandbox_gives_the_native_pixels_and_png() {
             let mut png = std::io::Cursor::new(Vec::new());
             source.write_to(&mut png, ImageFormat::Png).unwrap();
             let base64 = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
-            for ((name, filter), engine) in filters
+            for ((name, filter), (engine, locara)) in filters
                 .into_iter()
-                .flat_map(|f| [(f, BackendKind::Wasmtime), (f, BackendKind::Wasmi)])
+                .flat_map(|f| engines.iter().map(move |e| (f, e)))
             {
                 let what = format!(
                     "{channels} channels, {width}×{height} to {to_width}×{to_height}, {name}, on {engine:?}"
                 );
-                let response = engines[usize::from(engine == BackendKind::Wasmi)]
+                let response = locara
                     .run(RunRequest::new(
                         "image.resize",
                         json!({"source": {"base64": base64}, "width": to_width, "height": to_height,
