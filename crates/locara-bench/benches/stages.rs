@@ -5,11 +5,14 @@
 //!
 //! Run with `cargo bench -p locara-bench --features floor --bench stages`. `STAGES=a,b` keeps
 //! only the named stages (the names are in the table's first column, before the colon), for
-//! profiling one of them under `perf record`; `CALLS=n` sets the calls per row (default 2000).
-//! Under `cargo test` (no `--bench` argument) it makes a few calls of each, as a smoke test.
+//! profiling one of them under `perf record`; `CALLS=n` sets the calls per row (default
+//! 10,000). Under `cargo test` (no `--bench` argument) it makes a few calls of each, as a smoke
+//! test.
 //!
-//! Differences between rows are the cost of a stage: `exec` − `sandbox-hop` is what the tower
-//! layers add, `sandbox-hop` − `sandbox` the blocking-thread hop, and so on.
+//! Differences between rows are the cost of a stage: `exec` − `sandbox-future` is what the
+//! tower layers add, `sandbox-hop` − `sandbox` the blocking-thread hop, and so on. The stack's
+//! stages take their calls in interleaved rounds, and the table ends with each one's ratio to
+//! the sandbox call on the calling thread, `Locara::run`'s against issue 16's 1.25×.
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
 
@@ -19,9 +22,11 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, ensure, format_err};
-use locara_bench::{MAX_CHARS, Row, Summary, TEXT, TOOL, check_chunks, render};
+use locara_bench::{MAX_CHARS, Ratio, Row, Summary, TEXT, TOOL, Target, check_chunks, render};
 use locara_facade::{BackendKind, Grants, Locara, LocaraConfig, RunRequest, SafetyTier};
-use locara_sandbox::{Capabilities, Compiled, Limits, Sandbox, SandboxConfig};
+use locara_sandbox::{
+    CancelToken, Capabilities, Compiled, Limits, RunArgs, Sandbox, SandboxConfig,
+};
 use locara_test_artifacts::{MANIFESTS_DIR, TOOLS, TestHome};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
@@ -38,6 +43,7 @@ struct Bench {
     manifest: Value,
     limits: Limits,
     rows: Vec<Row>,
+    ratios: Vec<Ratio>,
 }
 
 impl Bench {
@@ -60,6 +66,11 @@ impl Bench {
         for _ in 0..(n / 10).max(1) {
             f()?;
         }
+        Self::time_only(n, f)
+    }
+
+    /// Times `f` `n` times, with no warm-up.
+    fn time_only<T>(n: usize, mut f: impl FnMut() -> Result<T>) -> Result<Vec<Duration>> {
         let mut samples = Vec::with_capacity(n);
         for _ in 0..n {
             let started = Instant::now();
@@ -69,17 +80,14 @@ impl Bench {
         Ok(samples)
     }
 
-    /// Times `f().await` `n` times from inside the runtime, after a warm-up, as an async host
-    /// would call.
+    /// Times `f().await` `n` times from inside the runtime, as an async host would call (the
+    /// stack's stages warm up before their rounds).
     fn time_async<F, Fut>(&self, n: usize, mut f: F) -> Result<Vec<Duration>>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<()>>,
     {
         self.rt.block_on(async {
-            for _ in 0..(n / 10).max(1) {
-                f().await?;
-            }
             let mut samples = Vec::with_capacity(n);
             for _ in 0..n {
                 let started = Instant::now();
@@ -104,7 +112,7 @@ fn main() -> Result<()> {
     let bench = std::env::args().any(|a| a == "--bench");
     let calls = match std::env::var("CALLS") {
         Ok(n) => n.parse().context("CALLS must be a number")?,
-        Err(_) if bench => 2000,
+        Err(_) if bench => 10_000,
         Err(_) => 3,
     };
     let only = std::env::var("STAGES")
@@ -136,6 +144,7 @@ fn main() -> Result<()> {
             temp_bytes: 64 << 20,
         },
         rows: Vec::new(),
+        ratios: Vec::new(),
     };
     let home = TestHome::new();
 
@@ -147,111 +156,181 @@ fn main() -> Result<()> {
     if !bench {
         println!("smoke test (run `cargo bench -p locara-bench --features floor --bench stages`)");
     }
-    print!("{}", render(&b.rows, &[]));
+    print!("{}", render(&b.rows, &b.ratios));
     Ok(())
 }
 
-/// The same call at each depth of the stack, on Wasmtime.
+/// How many rounds the stack's stages take their calls in, one stage after another in each
+/// round, so that a machine that drifts during the run (a noisy neighbour, a CPU slowing down)
+/// moves every stage's samples alike rather than whichever stage ran at the time: the ratios
+/// between stages are what the rows are for.
+const ROUNDS: usize = 10;
+
+/// The issue's bound on `Locara::run` over the sandbox call on the calling thread.
+const FACADE_TARGET: f64 = 1.25;
+
+/// One stage of the stack: its row's name and what takes its calls, `n` at a time.
+struct Stage<'a> {
+    stage: &'static str,
+    what: &'static str,
+    sample: Box<dyn FnMut(usize) -> Result<Vec<Duration>> + 'a>,
+    samples: Vec<Duration>,
+}
+
+/// Adds a stage whose calls `sample` takes.
+fn add<'a>(
+    stages: &mut Vec<Stage<'a>>,
+    stage: &'static str,
+    what: &'static str,
+    sample: Box<dyn FnMut(usize) -> Result<Vec<Duration>> + 'a>,
+) {
+    stages.push(Stage {
+        stage,
+        what,
+        sample,
+        samples: Vec::new(),
+    });
+}
+
+/// The same call at each depth of the stack, on Wasmtime, the stages' calls interleaved in
+/// [`ROUNDS`] rounds after a warm-up of each; with the ratios to the sandbox call on the
+/// calling thread (for `Locara::run`, issue 16's target).
 fn stack(b: &mut Bench, home: &TestHome) -> Result<()> {
     let n = b.calls;
-    if b.wants("facade") {
+    let caps = Capabilities::new().program_name(TOOL);
+    let mut stages: Vec<Stage<'_>> = Vec::new();
+    let bench = &*b;
+    if bench.wants("facade") {
         let locara = Locara::new(&LocaraConfig::new(home.path()))?;
-        let samples = b.time_async(n, || async {
-            let response = locara
-                .run(RunRequest::new(TOOL, b.arguments.clone()))
-                .await?;
-            ensure!(response.ok, "{:?}", response.error);
-            check_chunks(&response.output.context("no output")?, TEXT, MAX_CHARS)
-                .map_err(|e| format_err!("{e}"))
-        })?;
-        b.push("facade", "Locara::run", &samples);
+        add(
+            &mut stages,
+            "facade",
+            "Locara::run",
+            Box::new(move |k| {
+                bench.time_async(k, || async {
+                    let response = locara
+                        .run(RunRequest::new(TOOL, bench.arguments.clone()))
+                        .await?;
+                    ensure!(response.ok, "{:?}", response.error);
+                    check_chunks(&response.output.context("no output")?, TEXT, MAX_CHARS)
+                        .map_err(|e| format_err!("{e}"))
+                })
+            }),
+        );
     }
-    if b.wants("exec") {
+    if bench.wants("exec") {
         let mut config = SandboxConfig::new(BackendKind::Wasmtime);
         config.cache_dir(home.path().join("cache").join("compiled"));
         let grants = Grants::new().with_max_safety_tier(SafetyTier::SideEffecting);
         let exec =
             locara_exec::ExecConfig::new(Arc::new(home.registry()), Sandbox::new(&config)?, grants);
         let pipeline = locara_exec::pipeline(&exec);
-        let samples = b.time_async(n, || async {
-            let call = locara_exec::ToolCall::new(TOOL, b.arguments.clone());
-            let result = pipeline.clone().oneshot(call).await?;
-            ensure!(result.failure.is_none(), "{:?}", result.failure);
-            check_chunks(&result.output.context("no output")?, TEXT, MAX_CHARS)
-                .map_err(|e| format_err!("{e}"))
-        })?;
-        b.push(
+        add(
+            &mut stages,
             "exec",
             "locara_exec::pipeline oneshot (no facade)",
-            &samples,
+            Box::new(move |k| {
+                bench.time_async(k, || async {
+                    let call = locara_exec::ToolCall::new(TOOL, bench.arguments.clone());
+                    let result = pipeline.clone().oneshot(call).await?;
+                    ensure!(result.failure.is_none(), "{:?}", result.failure);
+                    check_chunks(&result.output.context("no output")?, TEXT, MAX_CHARS)
+                        .map_err(|e| format_err!("{e}"))
+                })
+            }),
         );
     }
-    let caps = Capabilities::new().program_name(TOOL);
-    if b.wants("sandbox-hop") {
-        let compiled = b.compiled(&SandboxConfig::new(BackendKind::Wasmtime))?;
-        let samples = b.time_async(n, || {
-            let (compiled, input, limits, caps) = (
-                compiled.clone(),
-                b.input.clone(),
-                b.limits.clone(),
-                caps.clone(),
-            );
-            async move {
-                let outcome =
-                    tokio::task::spawn_blocking(move || compiled.run(&input, &limits, &caps))
-                        .await??;
-                check_stdout(&outcome.stdout)
-            }
-        })?;
-        b.push(
+    if bench.wants("sandbox-future") {
+        let compiled = bench.compiled(&SandboxConfig::new(BackendKind::Wasmtime))?;
+        let caps = caps.clone().collecting("out");
+        add(
+            &mut stages,
+            "sandbox-future",
+            "Compiled::start awaited on the runtime thread (no layers)",
+            Box::new(move |k| {
+                bench.time_async(k, || {
+                    let call = RunArgs {
+                        input: bench.input.clone(),
+                        limits: bench.limits.clone(),
+                        caps: caps.clone(),
+                        cancel: CancelToken::new(),
+                    };
+                    let future = compiled
+                        .start(call)
+                        .map_err(|_| format_err!("Wasmtime starts calls as futures"));
+                    async move { check_stdout(&future?.await?.stdout) }
+                })
+            }),
+        );
+    }
+    if bench.wants("sandbox-hop") {
+        let compiled = bench.compiled(&SandboxConfig::new(BackendKind::Wasmtime))?;
+        let caps = caps.clone();
+        add(
+            &mut stages,
             "sandbox-hop",
             "spawn_blocking(Compiled::run) (no layers)",
-            &samples,
+            Box::new(move |k| {
+                bench.time_async(k, || {
+                    let (compiled, input, limits, caps) = (
+                        compiled.clone(),
+                        bench.input.clone(),
+                        bench.limits.clone(),
+                        caps.clone(),
+                    );
+                    async move {
+                        let outcome = tokio::task::spawn_blocking(move || {
+                            compiled.run(&input, &limits, &caps)
+                        })
+                        .await??;
+                        check_stdout(&outcome.stdout)
+                    }
+                })
+            }),
         );
     }
-    if b.wants("sandbox-worker") {
-        let compiled = b.compiled(&SandboxConfig::new(BackendKind::Wasmtime))?;
+    if bench.wants("sandbox-worker") {
+        let compiled = bench.compiled(&SandboxConfig::new(BackendKind::Wasmtime))?;
         for (what, inline) in [
             ("spawn_blocking(Compiled::run) from a worker task", false),
             ("block_in_place(Compiled::run) from a worker task", true),
         ] {
-            let (compiled, input, limits, caps) = (
-                compiled.clone(),
-                b.input.clone(),
-                b.limits.clone(),
-                caps.clone(),
-            );
-            let task = b.rt.spawn(async move {
-                let call = || {
+            let (compiled, caps) = (compiled.clone(), caps.clone());
+            add(
+                &mut stages,
+                "sandbox-worker",
+                what,
+                Box::new(move |k| {
                     let (compiled, input, limits, caps) = (
                         compiled.clone(),
-                        input.clone(),
-                        limits.clone(),
+                        bench.input.clone(),
+                        bench.limits.clone(),
                         caps.clone(),
                     );
-                    async move {
-                        let run = move || compiled.run(&input, &limits, &caps);
-                        let outcome = if inline {
-                            tokio::task::block_in_place(run)?
-                        } else {
-                            tokio::task::spawn_blocking(run).await??
-                        };
-                        check_stdout(&outcome.stdout)
-                    }
-                };
-                for _ in 0..(n / 10).max(1) {
-                    call().await?;
-                }
-                let mut samples = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let started = Instant::now();
-                    call().await?;
-                    samples.push(started.elapsed());
-                }
-                anyhow::Ok(samples)
-            });
-            let samples = b.rt.block_on(task)??;
-            b.push("sandbox-worker", what, &samples);
+                    let task = bench.rt.spawn(async move {
+                        let mut samples = Vec::with_capacity(k);
+                        for _ in 0..k {
+                            let (compiled, input, limits, caps) = (
+                                compiled.clone(),
+                                input.clone(),
+                                limits.clone(),
+                                caps.clone(),
+                            );
+                            let started = Instant::now();
+                            let run = move || compiled.run(&input, &limits, &caps);
+                            let outcome = if inline {
+                                tokio::task::block_in_place(run)?
+                            } else {
+                                tokio::task::spawn_blocking(run).await??
+                            };
+                            check_stdout(&outcome.stdout)?;
+                            samples.push(started.elapsed());
+                        }
+                        anyhow::Ok(samples)
+                    });
+                    bench.rt.block_on(task)?
+                }),
+            );
         }
     }
     for (stage, what, pooling, temp_dir) in [
@@ -268,26 +347,69 @@ fn stack(b: &mut Bench, home: &TestHome) -> Result<()> {
             false,
             true,
         ),
+        ("sandbox-wasmi", "Compiled::run on wasmi", true, true),
     ] {
-        if !b.wants(stage) {
+        if !bench.wants(stage) {
             continue;
         }
-        let mut config = SandboxConfig::new(BackendKind::Wasmtime);
+        let engine = if stage == "sandbox-wasmi" {
+            BackendKind::Wasmi
+        } else {
+            BackendKind::Wasmtime
+        };
+        let mut config = SandboxConfig::new(engine);
         config.pooling(pooling);
-        let compiled = b.compiled(&config)?;
+        let compiled = bench.compiled(&config)?;
         let caps = caps.clone().with_temp_dir(temp_dir);
-        let samples = Bench::time(n, || {
-            check_stdout(&compiled.run(&b.input, &b.limits, &caps)?.stdout)
-        })?;
-        b.push(stage, what, &samples);
+        // wasmi takes a quarter of the calls: each is several times slower.
+        let share = if engine == BackendKind::Wasmi { 4 } else { 1 };
+        add(
+            &mut stages,
+            stage,
+            what,
+            Box::new(move |k| {
+                Bench::time_only(k.div_ceil(share), || {
+                    check_stdout(&compiled.run(&bench.input, &bench.limits, &caps)?.stdout)
+                })
+            }),
+        );
     }
-    if b.wants("sandbox-wasmi") {
-        let compiled = b.compiled(&SandboxConfig::new(BackendKind::Wasmi))?;
-        let samples = Bench::time(n.div_ceil(4), || {
-            check_stdout(&compiled.run(&b.input, &b.limits, &caps)?.stdout)
-        })?;
-        b.push("sandbox-wasmi", "Compiled::run on wasmi", &samples);
+    for stage in &mut stages {
+        (stage.sample)((n / 10).max(1))?;
     }
+    for round in 0..ROUNDS {
+        let k = n / ROUNDS + usize::from(round < n % ROUNDS);
+        if k == 0 {
+            continue;
+        }
+        for stage in &mut stages {
+            let samples = (stage.sample)(k)?;
+            stage.samples.extend(samples);
+        }
+    }
+    let rows: Vec<(&str, Row)> = stages
+        .into_iter()
+        .map(|stage| {
+            (
+                stage.stage,
+                Row {
+                    name: format!("{}: {}", stage.stage, stage.what),
+                    summary: Summary::of(&stage.samples),
+                },
+            )
+        })
+        .collect();
+    if let Some((_, sandbox)) = rows.iter().find(|(stage, _)| *stage == "sandbox") {
+        for (stage, row) in &rows {
+            let target = match *stage {
+                "facade" => Some(Target::AtMost(FACADE_TARGET)),
+                "exec" | "sandbox-future" | "sandbox-hop" => None,
+                _ => continue,
+            };
+            b.ratios.push(Ratio::of(row, sandbox, target));
+        }
+    }
+    b.rows.extend(rows.into_iter().map(|(_, row)| row));
     Ok(())
 }
 
@@ -295,9 +417,9 @@ fn stack(b: &mut Bench, home: &TestHome) -> Result<()> {
 fn pieces(b: &mut Bench) -> Result<()> {
     let n = b.calls;
     if b.wants("hop") {
-        let samples = b.time_async(n, || async {
-            Ok(tokio::task::spawn_blocking(|| ()).await?)
-        })?;
+        let hop = || async { Ok(tokio::task::spawn_blocking(|| ()).await?) };
+        b.time_async((n / 10).max(1), hop)?;
+        let samples = b.time_async(n, hop)?;
         b.push("hop", "tokio spawn_blocking of nothing", &samples);
     }
     if b.wants("tempdir") {
