@@ -17,10 +17,15 @@ use crate::{Digest, Error, KeyId};
 /// The module's bytes may not have been read yet: when the cache entry holding them is the very
 /// version of the file that hashed correctly before, they are read only if asked for
 /// ([`VerifiedArtifact::wasm`]), which a host whose compiled module is cached under
-/// [`VerifiedArtifact::artifact_digest`] never does. Cloning is cheap (the manifest and bytes
-/// are shared). `Debug` shows identity and digests, never the bytes.
+/// [`VerifiedArtifact::artifact_digest`] never does. Cloning is one reference count (the
+/// pipeline clones a call's artifact at several layers). `Debug` shows identity and digests,
+/// never the bytes.
 #[derive(Clone)]
 pub struct VerifiedArtifact {
+    inner: Arc<Verified>,
+}
+
+struct Verified {
     manifest: Arc<ToolManifest>,
     wasm: Wasm,
     artifact_digest: Digest,
@@ -37,24 +42,26 @@ impl VerifiedArtifact {
     ) -> VerifiedArtifact {
         let artifact_digest = Digest::from(&manifest.artifact.sha256);
         VerifiedArtifact {
-            manifest,
-            wasm,
-            artifact_digest,
-            manifest_digest,
-            key_id,
+            inner: Arc::new(Verified {
+                manifest,
+                wasm,
+                artifact_digest,
+                manifest_digest,
+                key_id,
+            }),
         }
     }
 
     /// The signed manifest.
     #[must_use]
     pub fn manifest(&self) -> &ToolManifest {
-        &self.manifest
+        &self.inner.manifest
     }
 
     /// The signed manifest, shared.
     #[must_use]
     pub fn manifest_arc(&self) -> Arc<ToolManifest> {
-        Arc::clone(&self.manifest)
+        Arc::clone(&self.inner.manifest)
     }
 
     /// The wasm module's bytes; their SHA-256 is [`VerifiedArtifact::artifact_digest`].
@@ -70,11 +77,11 @@ impl VerifiedArtifact {
     /// [`Error::SizeMismatch`] or [`Error::HashMismatch`] when neither the cache entry nor the
     /// tool's own file holds the verified bytes any more.
     pub fn wasm(&self) -> Result<Arc<[u8]>, Error> {
-        match &self.wasm {
+        match &self.inner.wasm {
             Wasm::Bytes(bytes) => Ok(Arc::clone(bytes)),
             Wasm::Cached { entry, source } => match entry.read() {
                 Some(bytes) => Ok(bytes.into()),
-                None => Ok(crate::registry::read_artifact(&self.manifest, source)?.into()),
+                None => Ok(crate::registry::read_artifact(&self.inner.manifest, source)?.into()),
             },
         }
     }
@@ -82,42 +89,42 @@ impl VerifiedArtifact {
     /// The size of the wasm module in bytes (pinned by the manifest, and checked).
     #[must_use]
     pub fn wasm_len(&self) -> u64 {
-        self.manifest.artifact.size_bytes
+        self.inner.manifest.artifact.size_bytes
     }
 
     /// SHA-256 of the wasm bytes (equal to the manifest's `artifact.sha256`).
     #[must_use]
     pub fn artifact_digest(&self) -> &Digest {
-        &self.artifact_digest
+        &self.inner.artifact_digest
     }
 
     /// SHA-256 of the exact signed `manifest.json` bytes.
     #[must_use]
     pub fn manifest_digest(&self) -> &Digest {
-        &self.manifest_digest
+        &self.inner.manifest_digest
     }
 
     /// The trusted key that signed the manifest.
     #[must_use]
     pub fn key_id(&self) -> &KeyId {
-        &self.key_id
+        &self.inner.key_id
     }
 
     /// `id@version` of the tool.
     #[must_use]
     pub fn tool_ref(&self) -> ToolRef {
-        self.manifest.tool_ref()
+        self.inner.manifest.tool_ref()
     }
 }
 
 impl fmt::Debug for VerifiedArtifact {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VerifiedArtifact")
-            .field("tool", &format_args!("{}", self.manifest.tool_ref()))
+            .field("tool", &format_args!("{}", self.inner.manifest.tool_ref()))
             .field("wasm_len", &self.wasm_len())
-            .field("artifact_digest", &self.artifact_digest)
-            .field("manifest_digest", &self.manifest_digest)
-            .field("key_id", &self.key_id)
+            .field("artifact_digest", &self.inner.artifact_digest)
+            .field("manifest_digest", &self.inner.manifest_digest)
+            .field("key_id", &self.inner.key_id)
             .finish()
     }
 }
