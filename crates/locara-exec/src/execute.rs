@@ -59,6 +59,11 @@ impl Execute {
         self
     }
 
+    /// The engine's name, as results report it.
+    fn engine(&self) -> &'static str {
+        self.sandbox.kind().map_or("custom", |k| k.name())
+    }
+
     fn compiled(&self, artifact: &VerifiedArtifact) -> Result<Compiled, ExecError> {
         if let Some(compiled) = self.compiled_already(artifact) {
             return Ok(compiled);
@@ -98,7 +103,7 @@ impl Execute {
         let outcome =
             compiled.run_cancellable(&args.input, &args.limits, &args.caps, &args.cancel)?;
         drop(args);
-        self.finish(artifact, &limits, outcome, &made)
+        finish(self.engine(), artifact, &limits, outcome, &made)
     }
 
     /// What the sandbox is given for a call: its input, limits and capabilities, the
@@ -234,48 +239,6 @@ impl Execute {
             made,
         ))
     }
-
-    /// Turns how the call ended into its result: the input's error instead when a file
-    /// argument decoded while the call ran turns out not to be base64 (decoded to its end
-    /// here if the tool did not read all of it).
-    fn finish(
-        &self,
-        artifact: &VerifiedArtifact,
-        limits: &EffectiveLimits,
-        outcome: RunOutcome,
-        made: &[MadeBlob],
-    ) -> Result<ToolResult, ExecError> {
-        let manifest = artifact.manifest();
-        if outcome.status == RunStatus::Cancelled {
-            return Err(ExecError::Cancelled(format!(
-                "{} was stopped after {} ms",
-                manifest.tool_ref(),
-                outcome.elapsed.as_millis()
-            )));
-        }
-        if let Some(blob) = made.iter().find(|blob| !blob.bytes.finish()) {
-            let message = match decode_base64(blob.text()) {
-                Err(e) => e.to_string(),
-                // `base64-simd` refuses exactly what `base64` does (the unit test below), so
-                // this is not expected; the call is answered as failed all the same, since
-                // the tool read an error where its input was.
-                Ok(_) => "the vector decoder refused it".to_owned(),
-            };
-            return Err(invalid_base64(manifest, &blob.name, &message));
-        }
-        let engine = self
-            .sandbox
-            .kind()
-            .map_or("custom", |k| k.name())
-            .to_owned();
-        let mut result = result_of(manifest, outcome, *limits, engine);
-        result.provenance = Provenance {
-            manifest_sha256: artifact.manifest_digest().to_hex(),
-            artifact_sha256: artifact.artifact_digest().to_hex(),
-            key_id: artifact.key_id().to_string(),
-        };
-        Ok(result)
-    }
 }
 
 impl Service<ResolvedCall> for Execute {
@@ -300,41 +263,110 @@ impl Service<ResolvedCall> for Execute {
                 ));
             }
         };
-        let this = self.clone();
         let cancel = CancelToken::new();
         // Dropping the future (a timeout, `select!`, an aborted task, a client that went away)
         // stops the call in the sandbox, which then removes its temp dir as after any end.
         let guard = CancelOnDrop(cancel.clone());
+        // A module this process compiled already is prepared and started here, and the future
+        // holds only what its end needs (not the call, not this service): a short call ends
+        // in its first poll, on the caller's thread, with no thread hop; a longer one
+        // continues on a blocking thread (see `drive`). Outside a runtime (a future polled
+        // later, elsewhere) the call is prepared when first polled, below.
+        if let (Some(compiled), Ok(runtime)) = (
+            self.compiled_already(&artifact),
+            tokio::runtime::Handle::try_current(),
+        ) {
+            let mut call = call;
+            let (args, limits, made) = match self.prepare(&mut call, &artifact, &cancel, runtime) {
+                Ok(prepared) => prepared,
+                Err(e) => return Box::pin(std::future::ready(Err(e))),
+            };
+            drop(call);
+            let engine = self.engine();
+            let inline = staged_bytes(&args.caps) <= INLINE_STAGED_BYTES;
+            // Starting only makes the call's future (boxed); it runs when polled.
+            let started = compiled.start(args);
+            return Box::pin(async move {
+                let _guard = guard;
+                let outcome = drive_started(&compiled, started, inline).await?;
+                finish(engine, &artifact, &limits, outcome, &made)
+            });
+        }
+        let this = self.clone();
         Box::pin(async move {
             let mut call = call;
             let _guard = guard;
             let runtime = tokio::runtime::Handle::current();
-            // A module this process compiled already starts on this thread: a short call ends
-            // in its first slice with no thread hop, a longer one continues on a blocking
-            // thread (see `drive`). A first call compiles, which is never done here.
             if let Some(compiled) = this.compiled_already(&artifact) {
                 let (args, limits, made) = this.prepare(&mut call, &artifact, &cancel, runtime)?;
                 let inline = staged_bytes(&args.caps) <= INLINE_STAGED_BYTES;
-                let outcome = match compiled.start(args) {
-                    Ok(future) => drive(future, inline).await?,
-                    Err(args) => tokio::task::spawn_blocking(move || {
-                        compiled.run_cancellable(
-                            &args.input,
-                            &args.limits,
-                            &args.caps,
-                            &args.cancel,
-                        )
-                    })
-                    .await
-                    .map_err(|e| ExecError::Cancelled(e.to_string()))??,
-                };
-                return this.finish(&artifact, &limits, outcome, &made);
+                let outcome = drive_started(&compiled, compiled.start(args), inline).await?;
+                return finish(this.engine(), &artifact, &limits, outcome, &made);
             }
+            // A first call compiles, which is never done on the runtime's thread.
             tokio::task::spawn_blocking(move || this.run(&mut call, &artifact, &cancel, runtime))
                 .await
                 .map_err(|e| ExecError::Cancelled(e.to_string()))?
         })
     }
+}
+
+/// Runs a call of `compiled` to its end: as the future [`Compiled::start`] made, driven (see
+/// [`drive`]), or, for an engine that cannot start a call as a future, on a blocking thread.
+async fn drive_started(
+    compiled: &Compiled,
+    started: Result<RunFuture, Box<RunArgs>>,
+    inline: bool,
+) -> Result<RunOutcome, ExecError> {
+    match started {
+        Ok(future) => drive(future, inline).await,
+        Err(args) => {
+            let compiled = compiled.clone();
+            tokio::task::spawn_blocking(move || {
+                compiled.run_cancellable(&args.input, &args.limits, &args.caps, &args.cancel)
+            })
+            .await
+            .map_err(|e| ExecError::Cancelled(e.to_string()))?
+            .map_err(ExecError::from)
+        }
+    }
+}
+
+/// Turns how the call ended into its result: the input's error instead when a file
+/// argument decoded while the call ran turns out not to be base64 (decoded to its end
+/// here if the tool did not read all of it).
+fn finish(
+    engine: &'static str,
+    artifact: &VerifiedArtifact,
+    limits: &EffectiveLimits,
+    outcome: RunOutcome,
+    made: &[MadeBlob],
+) -> Result<ToolResult, ExecError> {
+    let manifest = artifact.manifest();
+    if outcome.status == RunStatus::Cancelled {
+        return Err(ExecError::Cancelled(format!(
+            "{} was stopped after {} ms",
+            manifest.tool_ref(),
+            outcome.elapsed.as_millis()
+        )));
+    }
+    if let Some(blob) = made.iter().find(|blob| !blob.bytes.finish()) {
+        let message = match decode_base64(blob.text()) {
+            Err(e) => e.to_string(),
+            // `base64-simd` refuses exactly what `base64` does (the unit test below), so
+            // this is not expected; the call is answered as failed all the same, since
+            // the tool read an error where its input was.
+            Ok(_) => "the vector decoder refused it".to_owned(),
+        };
+        return Err(invalid_base64(manifest, &blob.name, &message));
+    }
+    let mut result = result_of(manifest, outcome, *limits, engine.to_owned());
+    result.provenance = Provenance {
+        manifest_sha256: artifact.manifest_digest().to_hex(),
+        artifact_sha256: artifact.artifact_digest().to_hex(),
+        key_id: artifact.key_id().to_string(),
+    };
+    Ok(result)
 }
 
 /// The most bytes of staged files a call may have and still start on the async runtime's

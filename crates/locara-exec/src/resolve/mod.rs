@@ -109,37 +109,40 @@ where
         // The clone is not ready; the service that was polled ready is the one called.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        // A host tool, or one verified before (every call after a tool's first), goes straight
+        // to the inner service: no future of this layer's own to allocate and move.
+        if let Some(tool) = self.resolver.host_tool(&call.tool) {
+            let resolved =
+                ResolvedCall::new(tool, call.arguments, call.workspace).with_context(call.context);
+            return Box::pin(inner.call(resolved));
+        }
+        let cached = self
+            .verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&call.tool)
+            .cloned();
+        if let Some((artifact, models)) = cached {
+            let mut resolved = ResolvedCall::new(artifact, call.arguments, call.workspace)
+                .with_context(call.context);
+            resolved.models = models;
+            return Box::pin(inner.call(resolved));
+        }
         let resolver = Arc::clone(&self.resolver);
         let verified = Arc::clone(&self.verified);
         Box::pin(async move {
-            if let Some(tool) = resolver.host_tool(&call.tool) {
-                let resolved = ResolvedCall::new(tool, call.arguments, call.workspace)
-                    .with_context(call.context);
-                return inner.call(resolved).await;
-            }
-            let cached = verified
+            let tool = call.tool.clone();
+            let (artifact, models) = tokio::task::spawn_blocking(move || {
+                let artifact = resolver.resolve(&tool)?;
+                let models = resolver.models(artifact.manifest())?;
+                Ok::<_, locara_registry::Error>((artifact, models))
+            })
+            .await
+            .map_err(|e| ExecError::Cancelled(e.to_string()))??;
+            verified
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .get(&call.tool)
-                .cloned();
-            let (artifact, models) = match cached {
-                Some(verified) => verified,
-                None => {
-                    let tool = call.tool.clone();
-                    let found = tokio::task::spawn_blocking(move || {
-                        let artifact = resolver.resolve(&tool)?;
-                        let models = resolver.models(artifact.manifest())?;
-                        Ok::<_, locara_registry::Error>((artifact, models))
-                    })
-                    .await
-                    .map_err(|e| ExecError::Cancelled(e.to_string()))??;
-                    verified
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(call.tool.clone(), found.clone());
-                    found
-                }
-            };
+                .insert(call.tool.clone(), (artifact.clone(), models.clone()));
             let mut resolved = ResolvedCall::new(artifact, call.arguments, call.workspace)
                 .with_context(call.context);
             resolved.models = models;
