@@ -29,6 +29,12 @@ pub fn too_deep(value: &Value, max: usize) -> Option<String> {
         Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
         Object(serde_json::map::Iter<'a>),
     }
+    /// A container's place in its parent, written out only for the pointer of a refusal.
+    enum Key<'a> {
+        Root,
+        Index(usize),
+        Name(&'a str),
+    }
     fn children(value: &Value) -> Option<Children<'_>> {
         match value {
             Value::Array(items) => Some(Children::Array(items.iter().enumerate())),
@@ -37,12 +43,12 @@ pub fn too_deep(value: &Value, max: usize) -> Option<String> {
         }
     }
     // One entry per open container: its remaining children and its key in its parent.
-    let mut open: Vec<(Children<'_>, String)> = Vec::new();
-    open.push((children(value)?, String::new()));
+    let mut open: Vec<(Children<'_>, Key<'_>)> = Vec::new();
+    open.push((children(value)?, Key::Root));
     while let Some((iter, _)) = open.last_mut() {
         let next = match iter {
-            Children::Array(items) => items.next().map(|(i, v)| (i.to_string(), v)),
-            Children::Object(entries) => entries.next().map(|(k, v)| (escape(k), v)),
+            Children::Array(items) => items.next().map(|(i, v)| (Key::Index(i), v)),
+            Children::Object(entries) => entries.next().map(|(k, v)| (Key::Name(k), v)),
         };
         let Some((key, child)) = next else {
             open.pop();
@@ -51,7 +57,15 @@ pub fn too_deep(value: &Value, max: usize) -> Option<String> {
         if let Some(grandchildren) = children(child) {
             open.push((grandchildren, key));
             if open.len() > max {
-                return Some(open.iter().skip(1).map(|(_, k)| format!("/{k}")).collect());
+                return Some(
+                    open.iter()
+                        .map(|(_, key)| match key {
+                            Key::Root => String::new(),
+                            Key::Index(i) => format!("/{i}"),
+                            Key::Name(name) => format!("/{}", escape(name)),
+                        })
+                        .collect(),
+                );
             }
         }
     }

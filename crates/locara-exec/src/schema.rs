@@ -89,7 +89,14 @@ pub(crate) fn check_input(
 }
 
 /// Every way `value` breaks `validator`'s schema (at most [`MAX_VIOLATIONS`]).
+///
+/// A valid value (nearly every call's) is checked with `is_valid`, which stops at nothing and
+/// allocates nothing; only an invalid one is walked again for its errors, which builds each
+/// keyword's error list.
 pub(crate) fn violations(validator: &Validator, value: &Value) -> Vec<SchemaViolation> {
+    if validator.is_valid(value) {
+        return Vec::new();
+    }
     validator
         .iter_errors(value)
         .take(MAX_VIOLATIONS)

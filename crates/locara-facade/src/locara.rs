@@ -857,7 +857,7 @@ impl Locara {
             let mut result = self.shared.pipeline.clone().oneshot(call).await?;
             let calls = frame.map(|f| f.take_calls()).unwrap_or_default();
             let produced = std::mem::take(&mut result.files);
-            let provenance = result.provenance.clone();
+            let provenance = std::mem::take(&mut result.provenance);
             let mut response = response(result);
             response.calls = calls;
             response.files = files::deliver(produced, output_dir.as_ref())?;
@@ -890,7 +890,7 @@ fn summary(m: &ToolManifest, score: Option<f64>) -> ToolSummary {
 }
 
 fn response(result: ToolResult) -> RunResponse {
-    let stats = &result.stats;
+    let stats = result.stats;
     let enforced = [
         ("memory", stats.enforced.memory),
         ("wall_time", stats.enforced.wall_time),
@@ -943,7 +943,7 @@ fn response(result: ToolResult) -> RunResponse {
         receipt: None,
         calls: Vec::new(),
         stats: StatsReport {
-            engine: stats.engine.clone(),
+            engine: stats.engine,
             // From whole nanoseconds, so that it prints as the decimal it is (0.065278, not
             // 0.06527799999999999).
             elapsed_ms: stats.elapsed.as_nanos() as f64 / 1e6,
