@@ -79,6 +79,11 @@ struct Used {
     output_bytes: AtomicU64,
 }
 
+/// The room an inner call's answer is written into at first: most answers (a small output and
+/// the call's stats, ~0.5 KiB) fit, so it is written without growing, and it stays under the
+/// 1 KiB from which every glibc allocation first consolidates the allocator's free lists.
+const ANSWER_CAPACITY: usize = 1000;
+
 /// One call's place in a tree of gateway calls, and what its inner calls inherit.
 #[derive(Clone)]
 pub(crate) struct Frame {
@@ -243,7 +248,9 @@ impl Locara {
                     error: response.error.as_ref().map(|e| e.code.clone()),
                     receipt: response.receipt.clone(),
                 };
-                let answer = serde_json::to_vec(&response).unwrap_or_else(|e| {
+                let mut answer = Vec::with_capacity(ANSWER_CAPACITY);
+                let written = serde_json::to_writer(&mut answer, &response).map(|()| answer);
+                let answer = written.unwrap_or_else(|e| {
                     answer_error(
                         Error::new("internal", format!("cannot encode the answer: {e}"), "")
                             .report()
