@@ -90,9 +90,9 @@ pub(crate) fn check_input(
 
 /// Every way `value` breaks `validator`'s schema (at most [`MAX_VIOLATIONS`]).
 ///
-/// A valid value (nearly every call's) is checked with `is_valid`, which stops at nothing and
-/// allocates nothing; only an invalid one is walked again for its errors, which builds each
-/// keyword's error list.
+/// A value is first checked with `is_valid`, which stops at the first violation and allocates
+/// nothing, so a valid one (nearly every call's) costs no error lists; only an invalid one is
+/// walked again for its errors.
 pub(crate) fn violations(validator: &Validator, value: &Value) -> Vec<SchemaViolation> {
     if validator.is_valid(value) {
         return Vec::new();
