@@ -374,6 +374,8 @@ fn stack(b: &mut Bench, home: &TestHome) -> Result<()> {
             }),
         );
     }
+    // A warm-up of a tenth of the calls (at least one) for each stage, not counted; then the
+    // rounds, each stage taking its share of the calls in turn.
     for stage in &mut stages {
         (stage.sample)((n / 10).max(1))?;
     }
