@@ -782,3 +782,40 @@ async fn a_quick_tools_request_is_answered_on_the_runtime_thread() {
     assert_eq!(asked.lock().unwrap().len(), 4);
     assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
 }
+
+/// A host may call the pipeline where no runtime is current and poll the future later, inside
+/// one: `Execute` then prepares the call when first polled rather than in `call` (where it
+/// needs the runtime), on both engines.
+#[test]
+fn a_call_made_outside_a_runtime_runs_when_polled_in_one() {
+    use tower::Service;
+
+    let text = "One sentence. Another sentence.";
+    let arguments = json!({"text": text, "max_chars": 16});
+    for kind in [BackendKind::Wasmtime, BackendKind::Wasmi] {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let pipeline = build(kind, grants(), 1 << 20);
+        // The first call compiles and verifies; the second is the one under test, whose module
+        // is compiled and whose tool is verified already.
+        let first = rt
+            .block_on(
+                pipeline
+                    .clone()
+                    .oneshot(ToolCall::new("text.chunk", arguments.clone())),
+            )
+            .unwrap();
+        assert!(first.failure.is_none(), "{kind:?}: {:?}", first.failure);
+        assert!(tokio::runtime::Handle::try_current().is_err());
+        let mut service = pipeline.clone();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(service.poll_ready(&mut cx).is_ready(), "{kind:?}");
+        let future = service.call(ToolCall::new("text.chunk", arguments.clone()));
+        let result = rt.block_on(future).unwrap();
+        assert!(result.failure.is_none(), "{kind:?}: {:?}", result.failure);
+        assert_eq!(result.output, first.output, "{kind:?}");
+    }
+}
