@@ -283,12 +283,10 @@ impl Service<ResolvedCall> for Execute {
             };
             drop(call);
             let engine = self.engine();
-            let inline = staged_bytes(&args.caps) <= INLINE_STAGED_BYTES;
-            // Starting only makes the call's future (boxed); it runs when polled.
-            let started = compiled.start(args);
+            let started = start(&compiled, args);
             return Box::pin(async move {
                 let _guard = guard;
-                let outcome = drive_started(&compiled, started, inline).await?;
+                let outcome = drive_started(&compiled, started).await?;
                 finish(engine, &artifact, &limits, outcome, &made)
             });
         }
@@ -299,8 +297,7 @@ impl Service<ResolvedCall> for Execute {
             let runtime = tokio::runtime::Handle::current();
             if let Some(compiled) = this.compiled_already(&artifact) {
                 let (args, limits, made) = this.prepare(&mut call, &artifact, &cancel, runtime)?;
-                let inline = staged_bytes(&args.caps) <= INLINE_STAGED_BYTES;
-                let outcome = drive_started(&compiled, compiled.start(args), inline).await?;
+                let outcome = drive_started(&compiled, start(&compiled, args)).await?;
                 return finish(this.engine(), &artifact, &limits, outcome, &made);
             }
             // A first call compiles, which is never done on the runtime's thread.
@@ -311,14 +308,27 @@ impl Service<ResolvedCall> for Execute {
     }
 }
 
-/// Runs a call of `compiled` to its end: as the future [`Compiled::start`] made, driven (see
-/// [`drive`]), or, for an engine that cannot start a call as a future, on a blocking thread.
-async fn drive_started(
-    compiled: &Compiled,
-    started: Result<RunFuture, Box<RunArgs>>,
+/// A call of a compiled module, started: the future [`Compiled::start`] made (it runs only when
+/// polled), or the call given back by an engine that cannot start one; and whether its first
+/// slice may run on the runtime's thread (few enough staged bytes).
+struct Started {
+    call: Result<RunFuture, Box<RunArgs>>,
     inline: bool,
-) -> Result<RunOutcome, ExecError> {
-    match started {
+}
+
+fn start(compiled: &Compiled, args: RunArgs) -> Started {
+    let inline = staged_bytes(&args.caps) <= INLINE_STAGED_BYTES;
+    Started {
+        call: compiled.start(args),
+        inline,
+    }
+}
+
+/// Runs a started call of `compiled` to its end: its future driven (see [`drive`]), or, for an
+/// engine that cannot start a call as a future, on a blocking thread.
+async fn drive_started(compiled: &Compiled, started: Started) -> Result<RunOutcome, ExecError> {
+    let Started { call, inline } = started;
+    match call {
         Ok(future) => drive(future, inline).await,
         Err(args) => {
             let compiled = compiled.clone();

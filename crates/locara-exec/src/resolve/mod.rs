@@ -16,7 +16,7 @@ use locara_registry::{Registry, VerifiedArtifact};
 use tower::Service;
 
 pub use self::layer::ResolveLayer;
-use crate::{CallFuture, ExecError, HostTool, ParsedCall, ResolvedCall, ToolResult};
+use crate::{CallFuture, ExecError, HostTool, ParsedCall, ResolvedCall, ResolvedTool, ToolResult};
 
 /// Finds a tool and verifies it: its signature, its key, its hash, and the lockfile.
 ///
@@ -112,9 +112,7 @@ where
         // A host tool, or one verified before (every call after a tool's first), goes straight
         // to the inner service: no future of this layer's own to allocate and move.
         if let Some(tool) = self.resolver.host_tool(&call.tool) {
-            let resolved =
-                ResolvedCall::new(tool, call.arguments, call.workspace).with_context(call.context);
-            return Box::pin(inner.call(resolved));
+            return Box::pin(inner.call(resolved(call, tool, None)));
         }
         let cached = self
             .verified
@@ -123,10 +121,7 @@ where
             .get(&call.tool)
             .cloned();
         if let Some((artifact, models)) = cached {
-            let mut resolved = ResolvedCall::new(artifact, call.arguments, call.workspace)
-                .with_context(call.context);
-            resolved.models = models;
-            return Box::pin(inner.call(resolved));
+            return Box::pin(inner.call(resolved(call, artifact, models)));
         }
         let resolver = Arc::clone(&self.resolver);
         let verified = Arc::clone(&self.verified);
@@ -143,10 +138,19 @@ where
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(call.tool.clone(), (artifact.clone(), models.clone()));
-            let mut resolved = ResolvedCall::new(artifact, call.arguments, call.workspace)
-                .with_context(call.context);
-            resolved.models = models;
-            inner.call(resolved).await
+            inner.call(resolved(call, artifact, models)).await
         })
     }
+}
+
+/// `call` as a call of `tool`, whose verified models (if any) are in `models`.
+fn resolved(
+    call: ParsedCall,
+    tool: impl Into<ResolvedTool>,
+    models: Option<PathBuf>,
+) -> ResolvedCall {
+    let mut resolved =
+        ResolvedCall::new(tool, call.arguments, call.workspace).with_context(call.context);
+    resolved.models = models;
+    resolved
 }
