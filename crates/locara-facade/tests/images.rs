@@ -101,7 +101,8 @@ async fn jpeg_is_decoded_in_the_sandbox_to_the_native_pixels() {
                 .await
                 .unwrap();
             assert!(response.ok, "{what}: {:?}", response.error);
-            let sandboxed = image::load_from_memory(&png_of(&response)).expect("the PNG decodes");
+            let sandboxed =
+                image::load_from_memory(&written_file(&response)).expect("the PNG decodes");
             assert_eq!(
                 (sandboxed.width(), sandboxed.height()),
                 (*width, *height),
@@ -119,8 +120,8 @@ async fn jpeg_is_decoded_in_the_sandbox_to_the_native_pixels() {
     }
 }
 
-/// The PNG file of a call's answer, decoded from its base64.
-fn png_of(response: &locara_facade::RunResponse) -> Vec<u8> {
+/// The file a call wrote (the PNG or WebP of the image tools), decoded from its base64.
+fn written_file(response: &locara_facade::RunResponse) -> Vec<u8> {
     base64::engine::general_purpose::STANDARD
         .decode(
             response.files[0]
@@ -235,7 +236,7 @@ async fn resize_in_the_sandbox_gives_the_native_pixels_and_png() {
                     .await
                     .unwrap();
                 assert!(response.ok, "{what}: {:?}", response.error);
-                let written = png_of(&response);
+                let written = written_file(&response);
                 let sandboxed = image::load_from_memory(&written).expect("the PNG decodes");
                 let native = premultiplied_resize(&source, to_width, to_height, filter);
                 assert_eq!(sandboxed.color(), native.color(), "{what}");
@@ -248,6 +249,60 @@ async fn resize_in_the_sandbox_gives_the_native_pixels_and_png() {
                 assert!(
                     written == *again.get_ref(),
                     "{what}: the PNG differs from the native one"
+                );
+            }
+        }
+    }
+}
+
+/// `image.format-convert` writes, in the sandbox, the lossless WebP `image` writes natively for
+/// the same pixels, byte for byte, for every 8-bit layout: RGB and RGBA pixels are expanded and
+/// their green subtracted four a vector in WebAssembly SIMD (`vendor/image-webp`'s
+/// `encoder/wasm.rs`), the pixels after the last whole vector one by one, so the sizes below
+/// leave every count of them; a wrong lane changes the bytes here.
+#[tokio::test(flavor = "multi_thread")]
+async fn webp_is_written_in_the_sandbox_as_natively() {
+    let home = TestHome::new();
+    let engines = BackendKind::ALL.map(|engine| {
+        let config = LocaraConfig::new(home.path()).with_engine(engine);
+        (engine, Locara::new(&config).unwrap())
+    });
+    let sizes = [(1, 1), (5, 3), (6, 1), (7, 9), (75, 61), (131, 20)];
+    for channels in 1..=4 {
+        for (seed, &(width, height)) in sizes.iter().enumerate() {
+            let pixels = picture(width, height, channels, 11 + seed as u64);
+            let source = match channels {
+                1 => DynamicImage::ImageLuma8(
+                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
+                ),
+                2 => DynamicImage::ImageLumaA8(
+                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
+                ),
+                3 => DynamicImage::ImageRgb8(
+                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
+                ),
+                _ => DynamicImage::ImageRgba8(
+                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
+                ),
+            };
+            let mut png = std::io::Cursor::new(Vec::new());
+            source.write_to(&mut png, ImageFormat::Png).unwrap();
+            let base64 = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
+            let mut native = std::io::Cursor::new(Vec::new());
+            source.write_to(&mut native, ImageFormat::WebP).unwrap();
+            for (engine, locara) in &engines {
+                let what = format!("{channels} channels, {width}×{height}, on {engine:?}");
+                let response = locara
+                    .run(RunRequest::new(
+                        "image.format-convert",
+                        json!({"source": {"base64": base64}, "format": "webp"}),
+                    ))
+                    .await
+                    .unwrap();
+                assert!(response.ok, "{what}: {:?}", response.error);
+                assert!(
+                    written_file(&response) == *native.get_ref(),
+                    "{what}: the WebP differs from the native one"
                 );
             }
         }

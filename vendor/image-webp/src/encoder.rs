@@ -473,7 +473,12 @@ fn encode_frame<W: Write>(
     Ok(())
 }
 
-// LOCARA-PATCH: `encode_frame`'s published steps, moved out of it unchanged.
+// LOCARA-PATCH: the expansion and subtract-green steps on WebAssembly SIMD.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm;
+
+// LOCARA-PATCH: `encode_frame`'s published steps, moved out of it (unchanged but for the
+// WebAssembly SIMD path in `transformed_pixels`).
 
 /// The pixels as RGBA, with the subtract-green and (optionally) the predictor transform
 /// applied: `encode_frame`'s "expand to RGBA" and "compute ... transform" steps.
@@ -485,6 +490,16 @@ fn transformed_pixels(
     color: ColorType,
     use_predictor_transform: bool,
 ) -> Vec<u8> {
+    // LOCARA-PATCH: on WebAssembly SIMD, RGB and RGBA are expanded and green subtracted in
+    // one vector pass (`wasm.rs`); the published steps below do the rest, and every other
+    // target and colour type.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let expanded = wasm::rgba_minus_green(data, color);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    let expanded = None;
+    let mut pixels = if let Some(pixels) = expanded {
+        pixels
+    } else {
     // expand to RGBA
     let mut pixels = match color {
         ColorType::L8 => data.iter().flat_map(|&p| [p, p, p, 255]).collect(),
@@ -504,6 +519,8 @@ fn transformed_pixels(
         pixel[0] = pixel[0].wrapping_sub(pixel[1]);
         pixel[2] = pixel[2].wrapping_sub(pixel[1]);
     }
+    pixels
+    };
 
     // compute predictor transform
     if use_predictor_transform {

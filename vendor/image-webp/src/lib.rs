@@ -1,6 +1,7 @@
 //! Decoding and Encoding of WebP Images
 
-#![forbid(unsafe_code)]
+// LOCARA-PATCH: `deny`, not `forbid`: `encoder/wasm.rs` loads and stores SIMD vectors.
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 // Increase recursion limit for the `quick_error!` macro.
 #![recursion_limit = "256"]
