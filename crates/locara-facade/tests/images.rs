@@ -46,6 +46,33 @@ fn picture(width: u32, height: u32, channels: usize, seed: u64) -> Vec<u8> {
     pixels
 }
 
+/// A [`picture`] of `channels` 8-bit channels (luma, luma-alpha, RGB or RGBA) as an image.
+fn image_of(width: u32, height: u32, channels: usize, seed: u64) -> DynamicImage {
+    let pixels = picture(width, height, channels, seed);
+    let made = "the pixels fill the image";
+    match channels {
+        1 => DynamicImage::ImageLuma8(
+            image::ImageBuffer::from_raw(width, height, pixels).expect(made),
+        ),
+        2 => DynamicImage::ImageLumaA8(
+            image::ImageBuffer::from_raw(width, height, pixels).expect(made),
+        ),
+        3 => DynamicImage::ImageRgb8(
+            image::ImageBuffer::from_raw(width, height, pixels).expect(made),
+        ),
+        _ => DynamicImage::ImageRgba8(
+            image::ImageBuffer::from_raw(width, height, pixels).expect(made),
+        ),
+    }
+}
+
+/// `image` as a PNG file, in base64 (a call's file argument).
+fn png_base64(image: &DynamicImage) -> String {
+    let mut png = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut png, ImageFormat::Png).unwrap();
+    base64::engine::general_purpose::STANDARD.encode(png.get_ref())
+}
+
 fn jpeg(width: u32, height: u32, grey: bool, quality: u8, seed: u64) -> Vec<u8> {
     let (channels, color) = if grey {
         (1, image::ExtendedColorType::L8)
@@ -202,24 +229,8 @@ async fn resize_in_the_sandbox_gives_the_native_pixels_and_png() {
     let sizes = [((75, 61), (29, 40)), ((37, 23), (80, 47))];
     for channels in 1..=4 {
         for (seed, &((width, height), (to_width, to_height))) in sizes.iter().enumerate() {
-            let pixels = picture(width, height, channels, 7 + seed as u64);
-            let source = match channels {
-                1 => DynamicImage::ImageLuma8(
-                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
-                ),
-                2 => DynamicImage::ImageLumaA8(
-                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
-                ),
-                3 => DynamicImage::ImageRgb8(
-                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
-                ),
-                _ => DynamicImage::ImageRgba8(
-                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
-                ),
-            };
-            let mut png = std::io::Cursor::new(Vec::new());
-            source.write_to(&mut png, ImageFormat::Png).unwrap();
-            let base64 = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
+            let source = image_of(width, height, channels, 7 + seed as u64);
+            let base64 = png_base64(&source);
             for ((name, filter), (engine, locara)) in filters
                 .into_iter()
                 .flat_map(|f| engines.iter().map(move |e| (f, e)))
@@ -270,24 +281,8 @@ async fn webp_is_written_in_the_sandbox_as_natively() {
     let sizes = [(1, 1), (5, 3), (6, 1), (7, 9), (75, 61), (131, 20)];
     for channels in 1..=4 {
         for (seed, &(width, height)) in sizes.iter().enumerate() {
-            let pixels = picture(width, height, channels, 11 + seed as u64);
-            let source = match channels {
-                1 => DynamicImage::ImageLuma8(
-                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
-                ),
-                2 => DynamicImage::ImageLumaA8(
-                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
-                ),
-                3 => DynamicImage::ImageRgb8(
-                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
-                ),
-                _ => DynamicImage::ImageRgba8(
-                    image::ImageBuffer::from_raw(width, height, pixels).unwrap(),
-                ),
-            };
-            let mut png = std::io::Cursor::new(Vec::new());
-            source.write_to(&mut png, ImageFormat::Png).unwrap();
-            let base64 = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
+            let source = image_of(width, height, channels, 11 + seed as u64);
+            let base64 = png_base64(&source);
             let mut native = std::io::Cursor::new(Vec::new());
             source.write_to(&mut native, ImageFormat::WebP).unwrap();
             for (engine, locara) in &engines {
