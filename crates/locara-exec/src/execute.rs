@@ -528,10 +528,12 @@ fn made_blob(
         // the last. One that is not, or that decodes to other than its chunk's length (a
         // piece ending in padding), is damaged.
         let engine = base64_simd::STANDARD;
-        engine.decoded_length(piece).is_ok_and(|n| n == out.len())
-            && engine
-                .decode(piece, base64_simd::Out::from_slice(out))
-                .is_ok()
+        if engine.decoded_length(piece).ok()? != out.len() {
+            return None;
+        }
+        engine
+            .decode(piece, base64_simd::Out::from_uninit_slice(out))
+            .ok()
     }));
     let producer = Arc::clone(&bytes);
     // Its answer is `finish`'s to give, once the call has ended.

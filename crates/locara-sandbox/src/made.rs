@@ -2,15 +2,18 @@
 
 use std::{
     borrow::Cow,
+    mem::MaybeUninit,
     sync::{
         Arc, OnceLock,
         atomic::{AtomicBool, Ordering},
     },
 };
 
-/// Makes chunk `i` of a [`MadeBytes`] into the slice given (the chunk's length), or says it
-/// cannot (`false`: its source is damaged).
-type MakeChunk = dyn Fn(usize, &mut [u8]) -> bool + Send + Sync;
+/// Makes chunk `i` of a [`MadeBytes`] into the slice given (the chunk's length, not
+/// initialised) and returns it, every byte written; or says it cannot (`None`: its source is
+/// damaged).
+type MakeChunk =
+    dyn for<'a> Fn(usize, &'a mut [MaybeUninit<u8>]) -> Option<&'a mut [u8]> + Send + Sync;
 
 /// One chunk: not made yet, made (`Some`), or found impossible to make (`None`).
 type Chunk = OnceLock<Option<Box<[u8]>>>;
@@ -41,7 +44,11 @@ pub struct MadeBytes {
 
 impl MadeBytes {
     /// `len` bytes in chunks of `chunk` bytes (the last one shorter when `chunk` does not
-    /// divide `len`), chunk `i` made by `make(i, bytes)`.
+    /// divide `len`), chunk `i` made by `make(i, bytes)`: it writes every byte of `bytes`
+    /// (not initialised, so a chunk costs no zeroing before it is written) and returns them as
+    /// written (as `base64_simd`'s `decode` into `Out::from_uninit_slice` does), or `None`
+    /// when it cannot. A chunk returned shorter, or as other bytes than the ones given, counts
+    /// as one that could not be made.
     ///
     /// # Panics
     ///
@@ -49,7 +56,10 @@ impl MadeBytes {
     pub fn new(
         len: usize,
         chunk: usize,
-        make: impl Fn(usize, &mut [u8]) -> bool + Send + Sync + 'static,
+        make: impl for<'a> Fn(usize, &'a mut [MaybeUninit<u8>]) -> Option<&'a mut [u8]>
+        + Send
+        + Sync
+        + 'static,
     ) -> MadeBytes {
         assert!(chunk > 0, "a chunk holds at least one byte");
         let count = len.div_ceil(chunk);
@@ -76,13 +86,21 @@ impl MadeBytes {
     /// Makes chunk `i` into new bytes; `None` (and remembered) if it cannot be made.
     fn make(&self, i: usize) -> Option<Box<[u8]>> {
         let start = i * self.chunk;
-        let mut bytes = vec![0u8; self.chunk.min(self.len - start)].into_boxed_slice();
-        if (self.make)(i, &mut bytes) {
-            Some(bytes)
-        } else {
+        let mut bytes = Box::new_uninit_slice(self.chunk.min(self.len - start));
+        let (at, len) = (bytes.as_ptr().cast::<u8>(), bytes.len());
+        let whole =
+            (self.make)(i, &mut bytes).is_some_and(|made| made.as_ptr() == at && made.len() == len);
+        if !whole {
             self.failed.store(true, Ordering::Relaxed);
-            None
+            return None;
         }
+        // SAFETY: `make` returned an initialised `&mut [u8]` at the same address and of the
+        // same length as `bytes`: every byte of `bytes` is initialised.
+        #[allow(
+            unsafe_code,
+            reason = "a chunk is written once, with no zeroing before"
+        )]
+        Some(unsafe { bytes.assume_init() })
     }
 
     /// Claims chunk `i` (whether nobody had) and, if so, makes and keeps it.
@@ -245,10 +263,8 @@ mod tests {
         let count = Arc::clone(&made);
         let bytes = MadeBytes::new(len, 7, move |i, out| {
             count.fetch_add(1, Ordering::Relaxed);
-            for (k, b) in out.iter_mut().enumerate() {
-                *b = ((i * 7 + k) % 251) as u8;
-            }
-            Some(i) != bad
+            let made: Vec<u8> = (0..out.len()).map(|k| ((i * 7 + k) % 251) as u8).collect();
+            (Some(i) != bad).then_some(out.write_copy_of_slice(&made))
         });
         (Arc::new(bytes), made)
     }
@@ -292,6 +308,28 @@ mod tests {
         // source's error).
         let mut staged = FileBytes::Made(bytes);
         assert!(staged.held_mut().is_empty());
+    }
+
+    /// A chunk is kept only when its maker returns the whole of the bytes it was given: one
+    /// that returns less of them, or bytes of its own, has not written them all, and counts as
+    /// a chunk that cannot be made (nothing unwritten is ever read).
+    #[test]
+    fn a_chunk_returned_short_or_elsewhere_is_not_kept() {
+        let short = MadeBytes::new(10, 5, |_, out| {
+            let made = out.write_copy_of_slice(&[7; 5]);
+            Some(&mut made[..4])
+        });
+        let elsewhere = MadeBytes::new(10, 5, |_, _| {
+            Some(Box::leak(Box::new([7u8; 5])).as_mut_slice())
+        });
+        for bytes in [short, elsewhere] {
+            let mut buf = [0u8; 5];
+            assert_eq!(bytes.read_at(&mut buf, 0), None);
+            assert!(bytes.failed());
+        }
+        let whole = MadeBytes::new(10, 5, |_, out| Some(out.write_copy_of_slice(&[7; 5])));
+        assert_eq!(whole.to_vec(), Some(vec![7; 10]));
+        assert!(!whole.failed());
     }
 
     /// A read that finds a chunk being made by the producer makes its own copy rather than

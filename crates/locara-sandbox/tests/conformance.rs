@@ -1420,8 +1420,9 @@ backend_test!(
         // be made.
         let made = |bad: Option<usize>| {
             Arc::new(MadeBytes::new(content.len(), 5, move |i, out| {
-                out.copy_from_slice(&content.as_bytes()[i * 5..][..out.len()]);
-                Some(i) != bad
+                let len = out.len();
+                let out = out.write_copy_of_slice(&content.as_bytes()[i * 5..][..len]);
+                (Some(i) != bad).then_some(out)
             }))
         };
         let expected = |extra: Value| staged_report(content, extra);
