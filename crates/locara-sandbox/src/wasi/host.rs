@@ -219,7 +219,7 @@ fn answer_line(ctx: &mut WasiCtx, line: &[u8]) -> Res<Vec<u8>> {
     Ok(match (errno, form) {
         (Errno(0), Form::Json) => ok_answer(&answer),
         (Errno(0), Form::Marshal) => {
-            let bytes = super::marshal::to_marshal(&answer_value(&answer));
+            let bytes = super::marshal::json_to_marshal(&answer);
             let mut answer = one_line("marshal", &bytes.len().into());
             answer.extend_from_slice(&bytes);
             answer
