@@ -5,7 +5,9 @@ use expect_test::expect;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{ErrorKind, JsonSchema, ToolError, finish, one_line, parse_args, read_input, tool};
+use crate::{
+    ErrorKind, JsonSchema, ToolError, encode, finish, one_line, parse_args, read_input, tool,
+};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -61,7 +63,11 @@ mod plain {
 }
 
 fn run(f: impl FnOnce(Value) -> Result<Value, ToolError>, stdin: &str) -> (u8, String, String) {
-    let (code, out, err) = finish(read_input(stdin.as_bytes()).and_then(f));
+    let (code, out, err) = finish(
+        read_input(stdin.as_bytes())
+            .and_then(f)
+            .and_then(|value| encode(&value)),
+    );
     (
         code,
         String::from_utf8(out).unwrap(),
@@ -324,4 +330,82 @@ fn a_result_schema_inlines_nested_types_and_requires_only_what_is_always_written
         "string"
     );
     assert_eq!(schema["required"], json!(["entries"]));
+}
+
+/// What a tool's `main` writes for `stdin`, by the JSON-text path `main` takes
+/// (`__locara_tool_run`): exit code, stdout, stderr.
+fn run_json(
+    f: impl FnOnce(&[u8]) -> Result<Vec<u8>, ToolError>,
+    stdin: &str,
+) -> (u8, String, String) {
+    let (code, out, err) = finish(crate::read_stdin(stdin.as_bytes()).and_then(|json| f(&json)));
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+#[test]
+fn main_reads_and_writes_json_text_as_the_value_path_does() {
+    let inputs = [
+        r#"{"text": "hi", "bangs": 2}"#,
+        r#"  {"text": "hi"}  "#,
+        "\n\t{\"text\": \"h\\u00e9 \\\"q\\\"\"}\r\n",
+        r#"{"text": "first", "text": "last"}"#,
+        r#"{"bangs": 1, "text": "order"}"#,
+        r#"{"text": ""}"#,
+        r#"{"text": "a", "loud": true}"#,
+        r#"{"text": "a", "bangs": 300}"#,
+        r#"{"text": "a", "bangs": 1.0}"#,
+        r#"{"text": 5}"#,
+        r#"{"text": "a"} trailing"#,
+        r#"["hi", 2]"#,
+        "{not json",
+        "",
+        "null",
+    ];
+    for input in inputs {
+        let by_value = run(__locara_tool_call, input);
+        let by_text = run_json(__locara_tool_run, input);
+        assert_eq!(by_text, by_value, "{input}");
+    }
+    // A positional array would fill the struct in serde's own reading: refused here too.
+    assert_eq!(
+        run_json(__locara_tool_run, r#"["hi", 2]"#).2,
+        "the arguments must be a JSON object, got an array\n"
+    );
+    let plain = [r#"{"word": "a", "times": 3}"#, r#"{"times": 3}"#, "{}"];
+    for input in plain {
+        assert_eq!(
+            run_json(plain::__locara_tool_run, input),
+            run(plain::__locara_tool_call, input),
+            "{input}"
+        );
+    }
+}
+
+#[test]
+fn a_result_is_written_in_its_fields_order() {
+    #[derive(Serialize, JsonSchema)]
+    struct Out {
+        zebra: u8,
+        apple: Vec<u8>,
+    }
+    /// Writes two fields.
+    #[tool(id = "test.order")]
+    fn order() -> Result<Out, ToolError> {
+        Ok(Out {
+            zebra: 1,
+            apple: vec![2],
+        })
+    }
+    assert_eq!(
+        run_json(__locara_tool_run, "{}").1,
+        "{\"zebra\":1,\"apple\":[2]}\n"
+    );
+    assert_eq!(
+        run(__locara_tool_call, "{}").1,
+        "{\"apple\":[2],\"zebra\":1}\n"
+    );
 }
