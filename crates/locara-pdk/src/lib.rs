@@ -285,8 +285,13 @@ fn write_result(result: Result<Vec<u8>, ToolError>) -> ExitCode {
 
 /// A tool's result as JSON text.
 fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ToolError> {
-    serde_json::to_vec(value)
-        .map_err(|e| ToolError::failed(format!("cannot encode the result as JSON: {e}")))
+    serde_json::to_vec(value).map_err(cannot_encode)
+}
+
+/// Why a result could not be written as JSON (not expected: a map whose keys are neither
+/// strings nor numbers, or a `Serialize` implementation that fails).
+fn cannot_encode(error: serde_json::Error) -> ToolError {
+    ToolError::failed(format!("cannot encode the result as JSON: {error}"))
 }
 
 /// The exit code, stdout and stderr bytes for a tool's result (its JSON text).
@@ -392,8 +397,7 @@ pub fn parse_args<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
 /// # Errors
 /// Returns a failed error if the value cannot be represented as JSON (not expected).
 pub fn to_output<T: Serialize>(output: &T) -> Result<Value, ToolError> {
-    serde_json::to_value(output)
-        .map_err(|e| ToolError::failed(format!("cannot encode the result as JSON: {e}")))
+    serde_json::to_value(output).map_err(cannot_encode)
 }
 
 fn json_type(v: &Value) -> &'static str {

@@ -39,10 +39,9 @@ pub(crate) fn json_to_marshal(json: &[u8]) -> Vec<u8> {
     if Item(&mut writer).deserialize(&mut de).is_ok() && de.end().is_ok() {
         return writer.out;
     }
-    let mut writer = Writer {
-        out: Vec::with_capacity(json.len() + 8),
-        keys: Vec::new(),
-    };
+    // What was written before the JSON turned out bad is dropped, the keys with it.
+    writer.out.clear();
+    writer.keys.clear();
     writer.str(&String::from_utf8_lossy(json));
     writer.out
 }
