@@ -447,6 +447,15 @@ async fn inner_calls_count_against_the_outer_calls_limits() {
         assert_eq!(seen[3]["code"], "limit_exceeded", "{seen}");
         assert_eq!(seen[3]["limit"], "tool_calls", "{seen}");
         assert_eq!(response.calls.len(), 4);
+        // Each inner call, run or refused, says how long the host took over it, time the
+        // program spent waiting inside the outer call.
+        let host_ms: Vec<f64> = response.calls.iter().map(|c| c.elapsed_ms).collect();
+        assert!(host_ms.iter().all(|&ms| ms > 0.0), "{host_ms:?}");
+        assert!(
+            host_ms.iter().sum::<f64>() <= response.stats.elapsed_ms,
+            "{host_ms:?} against the outer call's {} ms",
+            response.stats.elapsed_ms
+        );
 
         // An answer beyond the bytes the call's programs may receive is refused; the call ran,
         // and the host's list says it was not delivered.

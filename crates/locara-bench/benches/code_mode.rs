@@ -3,7 +3,11 @@
 //! - an inner call (a program's `locara.call("text.chunk", …)` through the gateway) against the
 //!   same call made by the host with `Locara::run`. An inner call's cost is taken from pairs of
 //!   runs of the same program: one making 10 calls, one making none, each pair's difference over
-//!   10, so the program's own start-up is not counted. Target ≤ 1.5×.
+//!   10, so the program's own start-up is not counted. Target ≤ 1.5×. Beside it, the host's
+//!   side of those same inner calls, as the outer response's `calls` report it (from the
+//!   gateway taking the request to the answer's JSON written): what the pipeline and the
+//!   gateway cost, the rest of an inner call being the language's own work (encoding the
+//!   request, reading the answer into its values).
 //! - the gateway's round trip alone: a Lua program asking it to describe a tool that does not
 //!   exist, 10 times, against none (no inner call runs; the answer is a short error report).
 //! - a program making 10 calls (Lua, Python and JavaScript) against the host making the same 10 calls one
@@ -152,10 +156,14 @@ fn main() -> Result<()> {
         for _ in 0..plan.warmup {
             run_program(&rt, &locara, language, 10, chunks_per_call)?;
         }
-        let (mut inner, mut programs) = (Vec::new(), Vec::new());
+        let (mut inner, mut programs, mut host_side) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..plan.samples {
-            let empty = time(&mut || run_program(&rt, &locara, language, 0, chunks_per_call))?;
-            let ten = time(&mut || run_program(&rt, &locara, language, 10, chunks_per_call))?;
+            let empty =
+                time(&mut || run_program(&rt, &locara, language, 0, chunks_per_call).map(drop))?;
+            let ten = time(&mut || {
+                host_side.extend(run_program(&rt, &locara, language, 10, chunks_per_call)?);
+                Ok(())
+            })?;
             inner.push(ten.saturating_sub(empty) / 10);
             programs.push(ten);
         }
@@ -172,6 +180,10 @@ fn main() -> Result<()> {
             name: format!("text.chunk, inner call from {name}"),
             summary: Summary::of(&inner),
         };
+        let host_side = Row {
+            name: format!("  its host side (request to answer) from {name}"),
+            summary: Summary::of(&host_side),
+        };
         let program = Row {
             name: format!("{name} program making 10 text.chunk calls"),
             summary: Summary::of(&programs),
@@ -181,8 +193,9 @@ fn main() -> Result<()> {
             &direct,
             Some(Target::AtMost(INNER_TARGET)),
         ));
+        ratios.push(Ratio::of(&host_side, &direct, None));
         ratios.push(Ratio::of(&program, &ten_direct, None));
-        rows.extend([inner, program]);
+        rows.extend([inner, host_side, program]);
     }
     print!("{}", render(&rows, &ratios));
     Ok(())
@@ -201,14 +214,15 @@ fn chunk(rt: &Runtime, locara: &Locara) -> Result<usize> {
         .ok_or_else(|| format_err!("text.chunk gave {output}"))
 }
 
-/// Runs the program of `language` that makes `calls` calls, checking what it printed.
+/// Runs the program of `language` that makes `calls` calls, checking what it printed; the
+/// host's time on each inner call, as the response's `calls` report it.
 fn run_program(
     rt: &Runtime,
     locara: &Locara,
     language: &str,
     calls: usize,
     chunks_per_call: usize,
-) -> Result<()> {
+) -> Result<Vec<Duration>> {
     let (tool, expected, inner_calls) = match language {
         ROUND_TRIP => ("code-exec.lua", 0, 0),
         _ => (language, calls * chunks_per_call, calls),
@@ -233,5 +247,9 @@ fn run_program(
         "{} inner calls",
         response.calls.len()
     );
-    Ok(())
+    Ok(response
+        .calls
+        .iter()
+        .map(|call| Duration::from_secs_f64(call.elapsed_ms / 1e3))
+        .collect())
 }

@@ -1621,6 +1621,10 @@ return #r.output.chunks"#;
         "{response}"
     );
     assert_eq!(response["calls"][0]["ok"], true, "{response}");
+    assert!(
+        response["calls"][0]["elapsed_ms"].as_f64() > Some(0.0),
+        "{response}"
+    );
 }
 
 #[test]

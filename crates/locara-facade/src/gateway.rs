@@ -15,6 +15,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicU32, AtomicU64, Ordering},
     },
+    time::Instant,
 };
 
 use locara_exec::{ProgressSink, ToolGateway};
@@ -189,6 +190,7 @@ impl Locara {
     /// One inner call, within the outer call's limits; the answer the program gets, as JSON
     /// text.
     async fn inner_call(&self, tool: &str, arguments: Value, frame: &Frame) -> Vec<u8> {
+        let started = Instant::now();
         let limits = &self.shared.gateway_limits;
         let refused = |limit: &str, message: String, hint: &str| {
             let mut report = Error::new("limit_exceeded", message, hint).report().clone();
@@ -200,6 +202,7 @@ impl Locara {
             ok: false,
             error: Some(error.code.clone()),
             receipt: None,
+            elapsed_ms: elapsed_ms(started),
         };
         let answer_error = |report: ErrorReport| {
             json!({"ok": false, "tool": tool, "error": report})
@@ -247,6 +250,7 @@ impl Locara {
                     ok: response.ok,
                     error: response.error.as_ref().map(|e| e.code.clone()),
                     receipt: response.receipt.clone(),
+                    elapsed_ms: 0.0,
                 };
                 let mut answer = Vec::with_capacity(ANSWER_CAPACITY);
                 let written = serde_json::to_writer(&mut answer, &response).map(|()| answer);
@@ -264,6 +268,7 @@ impl Locara {
                 return answer_error(error.report().clone());
             }
         };
+        record.elapsed_ms = elapsed_ms(started);
         let size = answer.len() as u64;
         let used = frame.used.output_bytes.fetch_add(size, Ordering::Relaxed) + size;
         if used > limits.output_bytes {
@@ -284,4 +289,9 @@ impl Locara {
         frame.record(record);
         answer
     }
+}
+
+/// Milliseconds since `started`, from whole nanoseconds (as `StatsReport::elapsed_ms`).
+fn elapsed_ms(started: Instant) -> f64 {
+    started.elapsed().as_nanos() as f64 / 1e6
 }

@@ -281,6 +281,12 @@ pub struct InnerCallReport {
     /// Its signed receipt, when the outer call asked for one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub receipt: Option<locara_registry::SignedReceipt>,
+    /// The host's time on it, in milliseconds: from the gateway taking the program's request
+    /// to the answer's JSON written (the tool's run and the whole pipeline around it, or the
+    /// refusal). The program's own work (encoding the request, reading the answer) is not in
+    /// it, which is what an inner call costs beyond this.
+    #[serde(default)]
+    pub elapsed_ms: f64,
 }
 
 /// An error, as an agent sees it: what failed, where, and what to do.
