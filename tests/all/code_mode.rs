@@ -329,6 +329,70 @@ return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, 
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inner_calls_stats_are_sent_when_the_program_reads_them() {
+    let home = home();
+    // Python: `Result.stats` asks the host the first time it is read; on the host channel, a
+    // call with `"stats": false` is answered without them and with the number that asks.
+    let python = r#"
+import io, json, locara
+r = locara.call("text.chunk", {"text": "One. Two.", "max_chars": 5})
+lazy = r._stats is None
+stats = r.stats
+channel = io.open("/tmp/.locara-host", "r+b", buffering=0)
+def ask(request):
+    channel.write((json.dumps({"service": "tools", "request": request}) + "\n").encode())
+    return json.loads(channel.readline())
+chunk = {"op": "call", "tool": "text.chunk", "arguments": {"text": "One."}}
+answer = ask({**chunk, "stats": False})["ok"]
+print(json.dumps({
+    "lazy": lazy, "read_twice": r.stats is stats, "engine": stats["engine"],
+    "max_fds": stats["limits"]["max_fds"], "answer": sorted(answer),
+    "asked": ask({"op": "stats", "call": answer["call"]})["ok"]["stats"]["engine"],
+    "eager": sorted(ask(chunk)["ok"]),
+    "unknown": ask({"op": "stats", "call": 99}), "bad": ask({**chunk, "stats": "yes"}),
+}))
+"#;
+    let js = r#"
+const r = await locara.call("text.chunk", { text: "One. Two.", max_chars: 5 });
+print(JSON.stringify({ keys: Object.keys(r), engine: r.stats.engine, max_fds: r.stats.limits.max_fds, same: r.stats === r.stats }));
+"#;
+    for engine in BackendKind::ALL {
+        let name = format!("{engine:?}").to_lowercase();
+        let locara = host(&home, engine, &App::default());
+        let seen = printed(&program(&locara, "code-exec.python", python, json!({})).await);
+        assert_eq!(seen["lazy"], true, "{seen}");
+        assert_eq!(seen["read_twice"], true, "{seen}");
+        assert_eq!(seen["engine"], name, "{seen}");
+        assert!(seen["max_fds"].as_u64() > Some(0), "{seen}");
+        assert_eq!(
+            seen["answer"],
+            json!(["call", "ok", "output", "tool"]),
+            "{seen}"
+        );
+        assert_eq!(seen["asked"], name, "{seen}");
+        assert_eq!(
+            seen["eager"],
+            json!(["ok", "output", "stats", "tool"]),
+            "{seen}"
+        );
+        let unknown = seen["unknown"]["failed"].as_str().unwrap_or_default();
+        assert!(unknown.contains("no call 99 kept its stats"), "{seen}");
+        let bad = seen["bad"]["failed"].as_str().unwrap_or_default();
+        assert!(bad.contains("`stats` must be true or false"), "{seen}");
+
+        let seen = printed(&program(&locara, "code-exec.js", js, json!({})).await);
+        assert_eq!(
+            seen["keys"],
+            json!(["tool", "output", "files", "stats"]),
+            "{seen}"
+        );
+        assert_eq!(seen["engine"], name, "{seen}");
+        assert!(seen["max_fds"].as_u64() > Some(0), "{seen}");
+        assert_eq!(seen["same"], true, "{seen}");
+    }
+}
+
 /// A Python program that makes `calls` and prints, for each, the output's keys or the error.
 fn python_calls(calls: &str) -> String {
     format!(

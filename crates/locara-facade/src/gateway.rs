@@ -19,9 +19,10 @@ use std::{
 };
 
 use locara_exec::{ProgressSink, ToolGateway};
+use serde::{Serialize, Serializer, ser::SerializeMap};
 use serde_json::{Value, json};
 
-use crate::{Error, ErrorReport, InnerCallReport, Locara, RunRequest};
+use crate::{Error, ErrorReport, InnerCallReport, Locara, RunRequest, RunResponse, StatsReport};
 
 /// What the programs of one outer call may do through the gateway, counted across every level
 /// of nesting.
@@ -97,6 +98,9 @@ pub(crate) struct Frame {
     progress: Option<ProgressSink>,
     /// The inner calls this call made, in the order they ended.
     calls: Arc<Mutex<Vec<InnerCallReport>>>,
+    /// The stats of the inner calls whose program asked for them later (`"stats": false`),
+    /// by the number its answer gave (`"call"`).
+    kept_stats: Arc<Mutex<Vec<StatsReport>>>,
 }
 
 impl Frame {
@@ -116,7 +120,15 @@ impl Frame {
             receipt: request.receipt,
             progress,
             calls: Arc::default(),
+            kept_stats: Arc::default(),
         }
+    }
+
+    /// Keeps `stats` for a later `{"op": "stats"}` request; the number that names them.
+    fn keep_stats(&self, stats: StatsReport) -> usize {
+        let mut kept = self.kept_stats.lock().unwrap_or_else(|e| e.into_inner());
+        kept.push(stats);
+        kept.len() - 1
     }
 
     fn record(&self, call: InnerCallReport) {
@@ -178,18 +190,42 @@ impl Locara {
                 let tool = request["tool"]
                     .as_str()
                     .ok_or("a `call` request needs a string `tool`")?;
-                Ok(self.inner_call(tool, arguments, frame).await)
+                let stats = match &request["stats"] {
+                    Value::Null => true,
+                    Value::Bool(stats) => *stats,
+                    _ => return Err("a `call` request's `stats` must be true or false".into()),
+                };
+                Ok(self.inner_call(tool, arguments, stats, frame).await)
+            }
+            "stats" => {
+                let call = request["call"].as_u64().ok_or(
+                    "a `stats` request needs the whole number `call` its call's answer gave",
+                )?;
+                let kept = frame.kept_stats.lock().unwrap_or_else(|e| e.into_inner());
+                let stats = usize::try_from(call).ok().and_then(|call| kept.get(call));
+                let stats = stats.ok_or_else(|| {
+                    format!(
+                        "no call {call} kept its stats: a `call` request with `\"stats\": false` answers with the number to ask for"
+                    )
+                })?;
+                Ok(text(json!({"ok": true, "stats": stats})))
             }
             _ => Err(format!(
-                "unknown `tools` request {:?}: the ops are `list`, `search`, `describe` and `call`",
+                "unknown `tools` request {:?}: the ops are `list`, `search`, `describe`, `call` and `stats`",
                 request.get("op").unwrap_or(&Value::Null)
             )),
         }
     }
 
     /// One inner call, within the outer call's limits; the answer the program gets, as JSON
-    /// text.
-    async fn inner_call(&self, tool: &str, arguments: Value, frame: &Frame) -> Vec<u8> {
+    /// text, with the call's `stats` or (`stats` false) the number that asks for them later.
+    async fn inner_call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        stats: bool,
+        frame: &Frame,
+    ) -> Vec<u8> {
         let started = Instant::now();
         let limits = &self.shared.gateway_limits;
         let refused = |limit: &str, message: String, hint: &str| {
@@ -253,7 +289,13 @@ impl Locara {
                     elapsed_ms: 0.0,
                 };
                 let mut answer = Vec::with_capacity(ANSWER_CAPACITY);
-                let written = serde_json::to_writer(&mut answer, &response).map(|()| answer);
+                let written = if stats {
+                    serde_json::to_writer(&mut answer, &response)
+                } else {
+                    let call = frame.keep_stats(response.stats.clone());
+                    serde_json::to_writer(&mut answer, &WithoutStats(&response, call))
+                };
+                let written = written.map(|()| answer);
                 let answer = written.unwrap_or_else(|e| {
                     answer_error(
                         Error::new("internal", format!("cannot encode the answer: {e}"), "")
@@ -294,4 +336,105 @@ impl Locara {
 /// Milliseconds since `started`, from whole nanoseconds (as `StatsReport::elapsed_ms`).
 fn elapsed_ms(started: Instant) -> f64 {
     started.elapsed().as_nanos() as f64 / 1e6
+}
+
+/// An inner call's answer without its `stats`, which the program asks for only if it reads
+/// them (`{"op": "stats", "call"}`): most programs never do, and reading them into the
+/// language's values was a third of an answer's values. Every other field is written as
+/// [`RunResponse`]'s own `Serialize` writes it, and `call` is the number that names the stats.
+struct WithoutStats<'a>(&'a RunResponse, usize);
+
+impl Serialize for WithoutStats<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Taken apart field by field, so that a field added to `RunResponse` does not compile
+        // here until it is written too.
+        let RunResponse {
+            tool,
+            ok,
+            output,
+            error,
+            stderr,
+            files,
+            truncated,
+            stats: _,
+            approval,
+            receipt,
+            calls,
+        } = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("tool", tool)?;
+        map.serialize_entry("ok", ok)?;
+        if let Some(output) = output {
+            map.serialize_entry("output", output)?;
+        }
+        if let Some(error) = error {
+            map.serialize_entry("error", error)?;
+        }
+        if !stderr.is_empty() {
+            map.serialize_entry("stderr", stderr)?;
+        }
+        if !files.is_empty() {
+            map.serialize_entry("files", files)?;
+        }
+        if let Some(truncated) = truncated {
+            map.serialize_entry("truncated", truncated)?;
+        }
+        if let Some(approval) = approval {
+            map.serialize_entry("approval", approval)?;
+        }
+        if let Some(receipt) = receipt {
+            map.serialize_entry("receipt", receipt)?;
+        }
+        if !calls.is_empty() {
+            map.serialize_entry("calls", calls)?;
+        }
+        map.serialize_entry("call", &self.1)?;
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::WithoutStats;
+    use crate::RunResponse;
+
+    /// What `WithoutStats` must write: the response's own JSON without `stats`, with `call`.
+    fn expected(response: &RunResponse, call: usize) -> Value {
+        let mut value = serde_json::to_value(response).unwrap();
+        let object = value.as_object_mut().unwrap();
+        assert!(object.remove("stats").is_some());
+        object.insert("call".into(), json!(call));
+        value
+    }
+
+    #[test]
+    fn an_answer_without_stats_is_the_response_without_them() {
+        let stats = json!({
+            "engine": "wasmtime", "elapsed_ms": 0.5, "fuel_consumed": 7,
+            "limits": {"memory_bytes": 1, "wall_time_ms": 2, "fuel": 3, "output_bytes": 4,
+                       "max_fds": 5, "temp_bytes": 6, "periodic": ["wall_time"]},
+        });
+        // Every field that may be left out, left out; then every one present.
+        let bare = json!({"tool": "text.chunk@0.1.0", "ok": true, "stats": stats});
+        let full = json!({
+            "tool": "pdf.split@0.1.0", "ok": false, "output": {"parts": [1, "two"]},
+            "error": {"code": "tool_error", "message": "m", "hint": "h", "violations": [
+                {"pointer": "/a", "constraint": "type", "message": "not a string"}],
+                "exit_code": 2},
+            "stderr": "warning", "stats": stats,
+            "files": [{"name": "a.pdf", "size_bytes": 3, "sha256": "00", "base64": "AAAA"}],
+            "truncated": {"original_bytes": 9, "returned_bytes": 3},
+            "approval": {"approved": true, "by": "policy p", "reason": "r"},
+            "receipt": {"receipt": {"k": 1}, "key_id": "key", "algorithm": "ed25519",
+                        "signature": "ff"},
+            "calls": [{"tool": "text.chunk@0.1.0", "ok": true, "elapsed_ms": 0.25}],
+        });
+        for (response, call) in [(bare, 0), (full, 31)] {
+            let response: RunResponse = serde_json::from_value(response).unwrap();
+            let written = serde_json::to_value(WithoutStats(&response, call)).unwrap();
+            assert_eq!(written, expected(&response, call));
+        }
+    }
 }

@@ -360,10 +360,23 @@ class File(os.PathLike):
 
 class Result:
     """What a tool call returned: `tool` (`id@version`), `output` (its JSON), `files` (a list of
-    `locara.File`), `stats`. `result["key"]` reads the output."""
+    `locara.File`), `stats` (how it ran: `engine`, `elapsed_ms`, `fuel_consumed`, `limits`; the
+    host sends them when first read). `result["key"]` reads the output."""
 
-    def __init__(self, tool, output, files, stats):
-        self.tool, self.output, self.files, self.stats = tool, output, files, stats
+    def __init__(self, tool, output, files, stats=None, call=None):
+        self.tool, self.output, self.files = tool, output, files
+        self._stats, self._call = stats, call
+
+    @property
+    def stats(self):
+        if self._stats is None and self._call is not None:
+            self._stats = _tools_request({"op": "stats", "call": self._call})["stats"]
+            self._call = None
+        return self._stats
+
+    @stats.setter
+    def stats(self, stats):
+        self._stats, self._call = stats, None
 
     def __getitem__(self, key):
         return self.output[key]
@@ -417,11 +430,15 @@ def _call(tool, arguments=None, /, **kwargs):
         raise TypeError(f"the tool must be named by a string, not {type(tool).__name__}")
     merged = dict(arguments or {})
     merged.update(kwargs)
-    answer = _tools_request({"op": "call", "tool": tool, "arguments": merged})
+    # The answer leaves the call's stats with the host, which sends them only if the program
+    # reads them (`Result.stats`): most never do, and they were a third of the answer.
+    answer = _tools_request({"op": "call", "tool": tool, "arguments": merged, "stats": False})
     if not answer.get("ok"):
         raise LocaraError(answer.get("tool", tool), answer.get("error") or {})
     files = _save_files(answer.get("files", []))
-    return Result(answer["tool"], answer.get("output"), files, answer.get("stats"))
+    return Result(
+        answer["tool"], answer.get("output"), files, answer.get("stats"), answer.get("call")
+    )
 
 
 def _python_name(tool_id):

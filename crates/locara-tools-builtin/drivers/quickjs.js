@@ -485,12 +485,24 @@
   }
 
   // Calls `tool` with `args` through the whole pipeline, with the app's grants; resolves to
-  // {tool, output, files, stats}, or rejects with a LocaraError.
+  // {tool, output, files, stats}, or rejects with a LocaraError. The answer leaves the call's
+  // stats with the host, which sends them when `stats` is first read: most programs never read
+  // them, and they were a third of the answer.
   async function call(tool, args = {}) {
     if (typeof tool !== "string") throw new TypeError("the tool must be named by a string");
-    const answer = toolsRequest({ op: "call", tool, arguments: args });
+    const answer = toolsRequest({ op: "call", tool, arguments: args, stats: false });
     if (!answer.ok) throw new LocaraError(answer.tool ?? tool, answer.error ?? {});
-    return { tool: answer.tool, output: answer.output, files: saveFiles(answer.files ?? []), stats: answer.stats };
+    let stats = answer.stats;
+    const kept = answer.call;
+    return {
+      tool: answer.tool,
+      output: answer.output,
+      files: saveFiles(answer.files ?? []),
+      get stats() {
+        if (stats === undefined && kept !== undefined) stats = toolsRequest({ op: "stats", call: kept }).stats;
+        return stats;
+      },
+    };
   }
 
   function describeTool(tool) {
