@@ -289,6 +289,9 @@ async fn a_lua_program_calls_text_chunk() {
     let home = TestHome::new();
     let code = r#"
 local r = locara.call("text.chunk", {text = "One sentence. Another one. A third.", max_chars = 16})
+local lazy = rawget(r, "stats") == nil
+local stats = r.stats
+local kept = rawget(r, "stats") == stats and r.stats == stats
 local again = locara.tools.text_chunk{text = "Short.", max_chars = 100}
 local ok, err = pcall(locara.call, "text.chunk", {text = 5})
 local cycle = {}
@@ -299,7 +302,7 @@ for _, args in ipairs({{text = 0/0}, {1, text = "mixed"}, cycle, {text = print}}
   refused[#refused + 1] = (not ok) and tostring(message) or "ran"
 end
 local _, no_args = pcall(locara.call, "text.chunk")
-return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, err.code, err.violations[1].pointer, table.concat(refused, "|"), r.stats.engine, r.stats.limits.max_fds, #r.files, no_args.code, no_args.violations[1].message
+return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, err.code, err.violations[1].pointer, table.concat(refused, "|"), r.stats.engine, r.stats.limits.max_fds, #r.files, no_args.code, no_args.violations[1].message, tostring(lazy), tostring(kept)
 "#;
     for engine in BackendKind::ALL {
         let locara = host(&home, engine, &App::default());
@@ -326,6 +329,9 @@ return #r.output.chunks, r.output.chunks[1].text, #again.output.chunks, r.tool, 
         assert_eq!(fields[9], "0", "{result}");
         assert_eq!(fields[10], "invalid_input", "{result}");
         assert!(fields[11].contains("text"), "{result}");
+        // The stats were asked for when first read, and kept in the table after.
+        assert_eq!(fields[12], "true", "{result}");
+        assert_eq!(fields[13], "true", "{result}");
     }
 }
 

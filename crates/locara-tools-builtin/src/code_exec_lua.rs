@@ -812,8 +812,10 @@ fn tools_call(l: &mut LuaState) -> luars::LuaResult<usize> {
 /// request, with no request table made for it), and returns only what `locara.call` gives the
 /// program. Files go by value: a table whose metatable is `file_mt` (`locara.file`) is written
 /// as `{"base64": …}` of that file, and the files of the answer are saved under `calls/<n>/`
-/// and returned with their `path` instead. It returns `true, tool, output, files, stats` when
-/// the call succeeded (`files` is `nil` when there are none), `false, tool, error` (the error
+/// and returned with their `path` instead. The call's stats stay with the host (`"stats":
+/// false`) until the program reads them. It returns `true, tool, output, files, stats, kept`
+/// when the call succeeded (`files` is `nil` when there are none; `stats` is `nil` and `kept`
+/// the number a `stats` request names them by, unless the host sent them), `false, tool, error` (the error
 /// report, as a table) when it failed, and `nil, code, message` when the gateway refused or
 /// failed. The answer's other members (`ok`, a receipt, …) are read past, never made into Lua
 /// values.
@@ -826,6 +828,7 @@ fn call_tool(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> 
         op: "call",
         tool: LuaJson::new(&tool, &file_mt, &failure),
         arguments: LuaJson::new(&arguments, &file_mt, &failure),
+        stats: false,
     };
     let answer = match ask_gateway(l, &request, &failure)? {
         Ok(answer) => answer,
@@ -854,6 +857,7 @@ fn call_tool(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> 
             answer.output,
             answer.files,
             answer.stats,
+            answer.kept,
         ]
     } else {
         &[LuaValue::boolean(false), answer.tool, answer.error]
@@ -864,12 +868,13 @@ fn call_tool(l: &mut LuaState, calls_made: &mut u32) -> luars::LuaResult<usize> 
     Ok(returned.len())
 }
 
-/// The request `locara.call` sends: `{"op": "call", "tool", "arguments"}`.
+/// The request `locara.call` sends: `{"op": "call", "tool", "arguments", "stats": false}`.
 #[derive(serde::Serialize)]
 struct CallRequest<'a> {
     op: &'static str,
     tool: LuaJson<'a>,
     arguments: LuaJson<'a>,
+    stats: bool,
 }
 
 /// Sends `request` to the gateway: its answer, or why the gateway (or reading a file the
@@ -1095,6 +1100,8 @@ struct CallFields {
     error: LuaValue,
     files: LuaValue,
     stats: LuaValue,
+    /// The number that asks the host for `stats` it kept (`call`).
+    kept: LuaValue,
 }
 
 /// A call's answer (the `RunResponse`, or the gateway's `{"ok": false, "tool", "error"}`),
@@ -1133,6 +1140,7 @@ impl<'de> serde::de::Visitor<'de> for CallAnswer<'_> {
             error: LuaValue::nil(),
             files: LuaValue::nil(),
             stats: LuaValue::nil(),
+            kept: LuaValue::nil(),
         };
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let field = match &*key {
@@ -1149,6 +1157,7 @@ impl<'de> serde::de::Visitor<'de> for CallAnswer<'_> {
                 "output" => &mut fields.output,
                 "error" => &mut fields.error,
                 "stats" => &mut fields.stats,
+                "call" => &mut fields.kept,
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                     continue;
@@ -1379,9 +1388,16 @@ local function ask(request)
   if not answer then refused(request.tool or "tools", code, message, 3) end
   return answer
 end
+-- A result's `stats`, which the host kept until the program reads them.
+local function kept_stats(result, key)
+  if key ~= "stats" then return nil end
+  local stats = ask({op = "stats", call = getmetatable(result).call}).stats
+  rawset(result, "stats", stats)
+  return stats
+end
 local function call(tool, args)
   if type(tool) ~= "string" then error("the tool must be named by a string", 2) end
-  local ok, name, output, files, stats = call_tool(tool, args, file_mt)
+  local ok, name, output, files, stats, kept = call_tool(tool, args, file_mt)
   if ok == nil then refused(tool, name, output, 2) end
   if not ok then error(locara_error(name or tool, output or {}), 2) end
   if files then
@@ -1389,7 +1405,11 @@ local function call(tool, args)
   else
     files = {}
   end
-  return {tool = name, output = output, files = files, stats = stats}
+  local result = {tool = name, output = output, files = files, stats = stats}
+  if stats == nil and kept ~= nil then
+    setmetatable(result, {__index = kept_stats, call = kept})
+  end
+  return result
 end
 local catalog
 local tools = setmetatable({}, {__index = function(_, name)
