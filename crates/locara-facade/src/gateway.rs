@@ -22,7 +22,10 @@ use locara_exec::{ProgressSink, ToolGateway};
 use serde::{Serialize, Serializer, ser::SerializeMap};
 use serde_json::{Value, json};
 
-use crate::{Error, ErrorReport, InnerCallReport, Locara, RunRequest, RunResponse, StatsReport};
+use crate::{
+    Error, ErrorReport, InnerCallReport, Locara, RunRequest, RunResponse, StatsReport,
+    locara::millis,
+};
 
 /// What the programs of one outer call may do through the gateway, counted across every level
 /// of nesting.
@@ -122,13 +125,6 @@ impl Frame {
             calls: Arc::default(),
             kept_stats: Arc::default(),
         }
-    }
-
-    /// Keeps `stats` for a later `{"op": "stats"}` request; the number that names them.
-    fn keep_stats(&self, stats: StatsReport) -> usize {
-        let mut kept = self.kept_stats.lock().unwrap_or_else(|e| e.into_inner());
-        kept.push(stats);
-        kept.len() - 1
     }
 
     fn record(&self, call: InnerCallReport) {
@@ -238,7 +234,7 @@ impl Locara {
             ok: false,
             error: Some(error.code.clone()),
             receipt: None,
-            elapsed_ms: elapsed_ms(started),
+            elapsed_ms: millis(started.elapsed()),
         };
         let answer_error = |report: ErrorReport| {
             json!({"ok": false, "tool": tool, "error": report})
@@ -281,19 +277,17 @@ impl Locara {
             .await
         {
             Ok(response) => {
-                let record = InnerCallReport {
-                    tool: response.tool.clone(),
-                    ok: response.ok,
-                    error: response.error.as_ref().map(|e| e.code.clone()),
-                    receipt: response.receipt.clone(),
-                    elapsed_ms: 0.0,
-                };
                 let mut answer = Vec::with_capacity(ANSWER_CAPACITY);
                 let written = if stats {
                     serde_json::to_writer(&mut answer, &response)
                 } else {
-                    let call = frame.keep_stats(response.stats.clone());
-                    serde_json::to_writer(&mut answer, &WithoutStats(&response, call))
+                    // The stats are kept under the number the answer gives, moved once it is
+                    // written.
+                    let mut kept = frame.kept_stats.lock().unwrap_or_else(|e| e.into_inner());
+                    let written =
+                        serde_json::to_writer(&mut answer, &WithoutStats(&response, kept.len()));
+                    kept.push(response.stats);
+                    written
                 };
                 let written = written.map(|()| answer);
                 let answer = written.unwrap_or_else(|e| {
@@ -303,6 +297,13 @@ impl Locara {
                             .clone(),
                     )
                 });
+                let record = InnerCallReport {
+                    tool: response.tool,
+                    ok: response.ok,
+                    error: response.error.map(|e| e.code),
+                    receipt: response.receipt,
+                    elapsed_ms: millis(started.elapsed()),
+                };
                 (answer, record)
             }
             Err(error) => {
@@ -310,7 +311,6 @@ impl Locara {
                 return answer_error(error.report().clone());
             }
         };
-        record.elapsed_ms = elapsed_ms(started);
         let size = answer.len() as u64;
         let used = frame.used.output_bytes.fetch_add(size, Ordering::Relaxed) + size;
         if used > limits.output_bytes {
@@ -331,11 +331,6 @@ impl Locara {
         frame.record(record);
         answer
     }
-}
-
-/// Milliseconds since `started`, from whole nanoseconds (as `StatsReport::elapsed_ms`).
-fn elapsed_ms(started: Instant) -> f64 {
-    started.elapsed().as_nanos() as f64 / 1e6
 }
 
 /// An inner call's answer without its `stats`, which the program asks for only if it reads

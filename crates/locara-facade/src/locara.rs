@@ -889,6 +889,12 @@ fn summary(m: &ToolManifest, score: Option<f64>) -> ToolSummary {
     }
 }
 
+/// `elapsed` in milliseconds, from whole nanoseconds, so that it prints as the decimal it is
+/// (0.065278, not 0.06527799999999999).
+pub(crate) fn millis(elapsed: std::time::Duration) -> f64 {
+    elapsed.as_nanos() as f64 / 1e6
+}
+
 fn response(result: ToolResult) -> RunResponse {
     let stats = result.stats;
     let enforced = [
@@ -944,9 +950,7 @@ fn response(result: ToolResult) -> RunResponse {
         calls: Vec::new(),
         stats: StatsReport {
             engine: stats.engine,
-            // From whole nanoseconds, so that it prints as the decimal it is (0.065278, not
-            // 0.06527799999999999).
-            elapsed_ms: stats.elapsed.as_nanos() as f64 / 1e6,
+            elapsed_ms: millis(stats.elapsed),
             fuel_consumed: stats.fuel_consumed,
             limits: LimitsReport {
                 memory_bytes: stats.limits.memory_bytes,
