@@ -17,6 +17,7 @@ mod memtemp;
 pub use self::memtemp::MEM_TEMP_BYTES;
 
 use std::{
+    borrow::Cow,
     fs::File,
     io::{Read, Seek, SeekFrom, Write},
     os::unix::fs::FileExt,
@@ -873,27 +874,73 @@ fn path(mem: &[u8], ptr: i32, len: i32) -> Result<&str, Errno> {
     std::str::from_utf8(raw).map_err(|_| Errno::ILSEQ)
 }
 
-/// The `(ptr, len)` pairs of an iovec array.
-fn iovecs(mem: &[u8], iovs: i32, count: i32) -> Result<Vec<(i32, u32)>, Errno> {
-    let count = u32::try_from(count).map_err(|_| Errno::INVAL)?;
-    let table = bytes(mem, iovs, count.checked_mul(8).ok_or(Errno::FAULT)?)?;
-    Ok(table
-        .chunks_exact(8)
-        .map(|c| {
-            let ptr = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i32;
-            let len = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
-            (ptr, len)
-        })
-        .collect())
+/// How many iovecs [`iovecs`] copies to the stack: a libc passes one or two.
+const INLINE_IOVECS: usize = 8;
+
+/// The `(ptr, len)` pairs of an iovec array, copied out of the guest's memory before any of
+/// it is read or written (the buffers may overlap the array): on the stack when there are at
+/// most [`INLINE_IOVECS`], since every read and write of every call passes through here.
+struct Iovecs {
+    inline: [(i32, u32); INLINE_IOVECS],
+    len: usize,
+    more: Vec<(i32, u32)>,
 }
 
-/// Gathers the bytes of an iovec array into one buffer.
-fn gather(mem: &[u8], iovs: i32, count: i32) -> Result<Vec<u8>, Errno> {
-    let mut out = Vec::new();
-    for (ptr, len) in iovecs(mem, iovs, count)? {
-        out.extend_from_slice(bytes(mem, ptr, len)?);
+impl std::ops::Deref for Iovecs {
+    type Target = [(i32, u32)];
+
+    fn deref(&self) -> &[(i32, u32)] {
+        if self.more.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.more
+        }
+    }
+}
+
+fn iovecs(mem: &[u8], iovs: i32, count: i32) -> Result<Iovecs, Errno> {
+    let count = u32::try_from(count).map_err(|_| Errno::INVAL)?;
+    let table = bytes(mem, iovs, count.checked_mul(8).ok_or(Errno::FAULT)?)?;
+    let entry = |c: &[u8]| {
+        let ptr = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i32;
+        let len = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+        (ptr, len)
+    };
+    let mut out = Iovecs {
+        inline: [(0, 0); INLINE_IOVECS],
+        len: 0,
+        more: Vec::new(),
+    };
+    if table.len() <= 8 * INLINE_IOVECS {
+        for (slot, c) in out.inline.iter_mut().zip(table.chunks_exact(8)) {
+            *slot = entry(c);
+            out.len += 1;
+        }
+    } else {
+        out.more = table.chunks_exact(8).map(entry).collect();
     }
     Ok(out)
+}
+
+/// The bytes of an iovec array as one buffer: borrowed from the guest's memory when at most
+/// one of its iovecs is not empty (a libc's `write` of one buffer, or of an empty `FILE`
+/// buffer and the new bytes), copied together otherwise.
+fn gather(mem: &[u8], iovs: i32, count: i32) -> Result<Cow<'_, [u8]>, Errno> {
+    let mut one: &[u8] = &[];
+    let mut joined: Option<Vec<u8>> = None;
+    for &(ptr, len) in iovecs(mem, iovs, count)?.iter() {
+        // Every pointer is checked, empty or not.
+        let piece = bytes(mem, ptr, len)?;
+        if piece.is_empty() {
+            continue;
+        }
+        match &mut joined {
+            Some(joined) => joined.extend_from_slice(piece),
+            None if one.is_empty() => one = piece,
+            None => joined = Some([one, piece].concat()),
+        }
+    }
+    Ok(joined.map_or(Cow::Borrowed(one), Cow::Owned))
 }
 
 /// Reads into an iovec array with `read`, which fills one buffer and returns how much it read.
@@ -904,7 +951,7 @@ fn scatter(
     mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
 ) -> Res<u32> {
     let mut total = 0u32;
-    for (ptr, len) in iovecs(mem, iovs, count)? {
+    for &(ptr, len) in iovecs(mem, iovs, count)?.iter() {
         let buf = bytes_mut(mem, ptr, len)?;
         let n = read(buf)?;
         total += n as u32;
@@ -979,13 +1026,11 @@ fn put_filestat(mem: &mut [u8], ptr: i32, meta: &Metadata) -> Result<(), Errno> 
 // ends the call. Signatures follow `wasi_snapshot_preview1.witx`.
 
 pub(crate) fn args_get(ctx: &mut WasiCtx, mem: &mut [u8], argv: i32, buf: i32) -> Res {
-    let args = ctx.args.clone();
-    strings_get(mem, &args, argv, buf)
+    strings_get(mem, &ctx.args, argv, buf)
 }
 
 pub(crate) fn args_sizes_get(ctx: &mut WasiCtx, mem: &mut [u8], count: i32, size: i32) -> Res {
-    let args = ctx.args.clone();
-    strings_sizes_get(mem, &args, count, size)
+    strings_sizes_get(mem, &ctx.args, count, size)
 }
 
 pub(crate) fn environ_get(_: &mut WasiCtx, mem: &mut [u8], env: i32, buf: i32) -> Res {
@@ -2067,5 +2112,94 @@ impl Stopper {
     /// Whether the call was cancelled or is past its deadline.
     pub(crate) fn should_stop(&self) -> bool {
         self.cancel.is_cancelled() || Instant::now() >= self.deadline
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::{Errno, INLINE_IOVECS, gather, scatter};
+
+    /// A memory of 4 KiB whose iovec array (at 0) lists `pieces` as `(offset, len)`.
+    fn memory(pieces: &[(u32, u32)]) -> Vec<u8> {
+        let mut mem = vec![0u8; 4096];
+        for (i, &(ptr, len)) in pieces.iter().enumerate() {
+            mem[8 * i..8 * i + 4].copy_from_slice(&ptr.to_le_bytes());
+            mem[8 * i + 4..8 * i + 8].copy_from_slice(&len.to_le_bytes());
+        }
+        for (i, byte) in mem.iter_mut().enumerate().skip(1024) {
+            *byte = (i % 251) as u8;
+        }
+        mem
+    }
+
+    fn expected(mem: &[u8], pieces: &[(u32, u32)]) -> Vec<u8> {
+        pieces
+            .iter()
+            .flat_map(|&(ptr, len)| mem[ptr as usize..(ptr + len) as usize].to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn one_written_iovec_is_borrowed_and_several_are_joined_in_order() {
+        for pieces in [
+            vec![],
+            vec![(1024, 0)],
+            vec![(1024, 10)],
+            vec![(1024, 0), (2000, 7)],
+            vec![(2000, 7), (1024, 0)],
+            vec![(1024, 5), (3000, 3)],
+            vec![(1024, 5), (1100, 0), (3000, 3), (1500, 9)],
+        ] {
+            let mem = memory(&pieces);
+            let n = pieces.len() as i32;
+            let data = gather(&mem, 0, n).unwrap();
+            assert_eq!(&*data, expected(&mem, &pieces), "{pieces:?}");
+            let written = pieces.iter().filter(|(_, len)| *len > 0).count();
+            assert_eq!(matches!(data, Cow::Borrowed(_)), written <= 1, "{pieces:?}");
+        }
+    }
+
+    #[test]
+    fn more_iovecs_than_fit_on_the_stack_are_read_alike() {
+        let pieces: Vec<(u32, u32)> = (0..INLINE_IOVECS as u32 + 3)
+            .map(|i| (1024 + 37 * i, 5 + i % 3))
+            .collect();
+        let mem = memory(&pieces);
+        let data = gather(&mem, 0, pieces.len() as i32).unwrap();
+        assert_eq!(&*data, expected(&mem, &pieces));
+
+        let mut mem = memory(&pieces);
+        let source: Vec<u8> = (0..200u8).collect();
+        let mut at = 0;
+        let read = scatter(&mut mem, 0, pieces.len() as i32, |buf| {
+            let n = buf.len().min(source.len() - at);
+            buf[..n].copy_from_slice(&source[at..at + n]);
+            at += n;
+            Ok(n)
+        })
+        .unwrap();
+        let total: u32 = pieces.iter().map(|(_, len)| len).sum();
+        assert_eq!(read, total);
+        assert_eq!(expected(&mem, &pieces), source[..total as usize]);
+    }
+
+    #[test]
+    fn every_iovec_is_checked_even_an_empty_one() {
+        // An empty iovec past the memory's end, beside one that is fine.
+        for pieces in [
+            vec![(5000, 0)],
+            vec![(1024, 4), (5000, 0)],
+            vec![(5000, 0), (1024, 4)],
+        ] {
+            let mem = memory(&pieces);
+            let error = gather(&mem, 0, pieces.len() as i32).unwrap_err();
+            assert_eq!(error, Errno::FAULT, "{pieces:?}");
+        }
+        // The array itself past the end, and a negative count.
+        let mem = memory(&[]);
+        assert_eq!(gather(&mem, 4090, 1).unwrap_err(), Errno::FAULT);
+        assert_eq!(gather(&mem, 0, -1).unwrap_err(), Errno::INVAL);
     }
 }
