@@ -200,12 +200,28 @@ impl ToolInfo {
         version: &str,
         description: &str,
     ) -> ToolInfo {
+        ToolInfo::with_schemas(
+            id,
+            version,
+            description,
+            schema_of::<I>(format!("{id} input"), Direction::Input),
+            schema_of::<O>(format!("{id} output"), Direction::Output),
+        )
+    }
+
+    fn with_schemas(
+        id: &str,
+        version: &str,
+        description: &str,
+        input_schema: Value,
+        output_schema: Value,
+    ) -> ToolInfo {
         ToolInfo {
             id: id.to_owned(),
             version: version.to_owned(),
             description: description.to_owned(),
-            input_schema: schema_of::<I>(format!("{id} input"), Direction::Input),
-            output_schema: schema_of::<O>(format!("{id} output"), Direction::Output),
+            input_schema,
+            output_schema,
         }
     }
 }
@@ -426,26 +442,86 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    /// A type a `#[tool]` function can take as its whole input.
+    /// A type a `#[tool]` function can take as its whole input. It has no supertraits, and
+    /// the generated code reaches serde and schemars only through it, so a type that lacks a
+    /// derive fails this one bound, with this message, and nothing else.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a tool's input: it must implement `serde::Deserialize` and `schemars::JsonSchema`",
         label = "the tool's input",
         note = "derive them: `#[derive(serde::Deserialize, locara_pdk::JsonSchema)]`"
     )]
-    pub trait ToolInput: DeserializeOwned + JsonSchema {}
-    impl<T: DeserializeOwned + JsonSchema> ToolInput for T {}
+    pub trait ToolInput: Sized {
+        /// [`parse_args`](crate::parse_args).
+        fn parse(input: serde_json::Value) -> Result<Self, ToolError>;
+        /// The arguments' JSON text read straight into the type.
+        fn parse_json(input: &[u8]) -> Result<Self, ToolError>;
+        /// The type's JSON Schema, titled `title`.
+        fn schema(title: String) -> serde_json::Value;
+    }
+    // Not looked through when a type lacks one of the two, so that the error is the trait's
+    // own message, which names both derives, rather than one per missing derive.
+    #[diagnostic::do_not_recommend]
+    impl<T: DeserializeOwned + JsonSchema> ToolInput for T {
+        fn parse(input: serde_json::Value) -> Result<T, ToolError> {
+            crate::parse_args(input)
+        }
+        fn parse_json(input: &[u8]) -> Result<T, ToolError> {
+            crate::parse_args_json(input)
+        }
+        fn schema(title: String) -> serde_json::Value {
+            crate::schema_of::<T>(title, crate::Direction::Input)
+        }
+    }
 
-    /// A type a `#[tool]` function can return in its `Ok`.
+    /// A type a `#[tool]` function can return in its `Ok` (no supertraits, as [`ToolInput`]).
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a tool's result: it must implement `serde::Serialize` and `schemars::JsonSchema`",
         label = "the tool's result",
         note = "derive them: `#[derive(serde::Serialize, locara_pdk::JsonSchema)]`"
     )]
-    pub trait ToolOutput: Serialize + JsonSchema {}
-    impl<T: Serialize + JsonSchema> ToolOutput for T {}
+    pub trait ToolOutput: Sized {
+        /// [`to_output`](crate::to_output).
+        fn to_value(&self) -> Result<serde_json::Value, ToolError>;
+        /// The result's JSON text, written straight from the type.
+        fn encode(&self) -> Result<Vec<u8>, ToolError>;
+        /// The type's JSON Schema, titled `title`.
+        fn schema(title: String) -> serde_json::Value;
+    }
+    #[diagnostic::do_not_recommend]
+    impl<T: Serialize + JsonSchema> ToolOutput for T {
+        fn to_value(&self) -> Result<serde_json::Value, ToolError> {
+            crate::to_output(self)
+        }
+        fn encode(&self) -> Result<Vec<u8>, ToolError> {
+            crate::encode(self)
+        }
+        fn schema(title: String) -> serde_json::Value {
+            crate::schema_of::<T>(title, crate::Direction::Output)
+        }
+    }
 
-    /// Checks at compile time that `I` and `O` can be a tool's input and result.
-    pub const fn assert_io<I: ToolInput, O: ToolOutput>() {}
+    /// A `#[tool]` function's input and result types, named once: the macro implements it
+    /// for a type of its own, where the two types are written with the spans of the function's
+    /// input and result, and every generated function reaches them through it. A type without
+    /// a derive it needs is then reported once, where the impl names it, rather than again at
+    /// each generated use (seven errors for one missing derive, before).
+    pub trait Io {
+        /// What the tool takes.
+        type Input: ToolInput;
+        /// What the tool returns in its `Ok`.
+        type Output: ToolOutput;
+    }
+
+    /// The [`ToolInfo`] of the tool whose types `T` names, as [`ToolInfo::of`] makes it.
+    pub fn info<T: Io>(id: &str, version: &str, description: &str) -> ToolInfo {
+        ToolInfo::with_schemas(
+            id,
+            version,
+            description,
+            <T::Input as ToolInput>::schema(format!("{id} input")),
+            <T::Output as ToolOutput>::schema(format!("{id} output")),
+        )
+    }
 
     /// The `main` of a `#[tool]` program: `f` takes the arguments' JSON text and gives the
     /// result's.
@@ -466,12 +542,11 @@ pub mod __private {
     }
 
     /// Parses `input` as `I`, runs `f` and encodes its result.
-    pub fn call<I: ToolInput, O: ToolOutput>(
-        f: impl FnOnce(I) -> Result<O, ToolError>,
+    pub fn call<T: Io>(
+        f: impl FnOnce(T::Input) -> Result<T::Output, ToolError>,
         input: serde_json::Value,
     ) -> Result<serde_json::Value, ToolError> {
-        let args = crate::parse_args::<I>(input)?;
-        crate::to_output(&f(args)?)
+        f(T::Input::parse(input)?)?.to_value()
     }
 
     /// [`call`] on the arguments' JSON text, giving the result's: the arguments are read
@@ -480,11 +555,10 @@ pub mod __private {
     /// same result and errors as [`call`], but for how it is written: an object's keys come in
     /// `O`'s order rather than sorted, and an `f32` as itself (`0.1`) rather than widened to an
     /// `f64` (`0.10000000149011612`).
-    pub fn call_json<I: ToolInput, O: ToolOutput>(
-        f: impl FnOnce(I) -> Result<O, ToolError>,
+    pub fn call_json<T: Io>(
+        f: impl FnOnce(T::Input) -> Result<T::Output, ToolError>,
         input: &[u8],
     ) -> Result<Vec<u8>, ToolError> {
-        let args = crate::parse_args_json::<I>(input)?;
-        crate::encode(&f(args)?)
+        f(T::Input::parse_json(input)?)?.encode()
     }
 }
