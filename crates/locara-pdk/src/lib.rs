@@ -204,24 +204,25 @@ impl ToolInfo {
             id,
             version,
             description,
-            schema_of::<I>(format!("{id} input"), Direction::Input),
-            schema_of::<O>(format!("{id} output"), Direction::Output),
+            |title| schema_of::<I>(title, Direction::Input),
+            |title| schema_of::<O>(title, Direction::Output),
         )
     }
 
+    /// The info with the schemas `input` and `output` make, given their titles.
     fn with_schemas(
         id: &str,
         version: &str,
         description: &str,
-        input_schema: Value,
-        output_schema: Value,
+        input: fn(String) -> Value,
+        output: fn(String) -> Value,
     ) -> ToolInfo {
         ToolInfo {
             id: id.to_owned(),
             version: version.to_owned(),
             description: description.to_owned(),
-            input_schema,
-            output_schema,
+            input_schema: input(format!("{id} input")),
+            output_schema: output(format!("{id} output")),
         }
     }
 }
@@ -518,8 +519,8 @@ pub mod __private {
             id,
             version,
             description,
-            <T::Input as ToolInput>::schema(format!("{id} input")),
-            <T::Output as ToolOutput>::schema(format!("{id} output")),
+            <T::Input as ToolInput>::schema,
+            <T::Output as ToolOutput>::schema,
         )
     }
 
@@ -541,7 +542,7 @@ pub mod __private {
         crate::main_bytes(f)
     }
 
-    /// Parses `input` as `I`, runs `f` and encodes its result.
+    /// Parses `input` as `T::Input`, runs `f` and encodes its result.
     pub fn call<T: Io>(
         f: impl FnOnce(T::Input) -> Result<T::Output, ToolError>,
         input: serde_json::Value,
@@ -550,10 +551,10 @@ pub mod __private {
     }
 
     /// [`call`] on the arguments' JSON text, giving the result's: the arguments are read
-    /// straight into `I` and the result written straight from `O` (a `serde_json::Value` of
+    /// straight into `T::Input` and the result written straight from `T::Output` (a `serde_json::Value` of
     /// each, its maps built and dropped, was a fifth of text.chunk's call in the sandbox). The
     /// same result and errors as [`call`], but for how it is written: an object's keys come in
-    /// `O`'s order rather than sorted, and an `f32` as itself (`0.1`) rather than widened to an
+    /// `T::Output`'s order rather than sorted, and an `f32` as itself (`0.1`) rather than widened to an
     /// `f64` (`0.10000000149011612`).
     pub fn call_json<T: Io>(
         f: impl FnOnce(T::Input) -> Result<T::Output, ToolError>,

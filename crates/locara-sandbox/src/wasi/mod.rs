@@ -880,20 +880,19 @@ const INLINE_IOVECS: usize = 8;
 /// The `(ptr, len)` pairs of an iovec array, copied out of the guest's memory before any of
 /// it is read or written (the buffers may overlap the array): on the stack when there are at
 /// most [`INLINE_IOVECS`], since every read and write of every call passes through here.
-struct Iovecs {
-    inline: [(i32, u32); INLINE_IOVECS],
-    len: usize,
-    more: Vec<(i32, u32)>,
+enum Iovecs {
+    /// The first `.1` of the array.
+    Inline([(i32, u32); INLINE_IOVECS], usize),
+    Heap(Vec<(i32, u32)>),
 }
 
 impl std::ops::Deref for Iovecs {
     type Target = [(i32, u32)];
 
     fn deref(&self) -> &[(i32, u32)] {
-        if self.more.is_empty() {
-            &self.inline[..self.len]
-        } else {
-            &self.more
+        match self {
+            Iovecs::Inline(iovecs, len) => &iovecs[..*len],
+            Iovecs::Heap(iovecs) => iovecs,
         }
     }
 }
@@ -906,20 +905,15 @@ fn iovecs(mem: &[u8], iovs: i32, count: i32) -> Result<Iovecs, Errno> {
         let len = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
         (ptr, len)
     };
-    let mut out = Iovecs {
-        inline: [(0, 0); INLINE_IOVECS],
-        len: 0,
-        more: Vec::new(),
-    };
-    if table.len() <= 8 * INLINE_IOVECS {
-        for (slot, c) in out.inline.iter_mut().zip(table.chunks_exact(8)) {
-            *slot = entry(c);
-            out.len += 1;
-        }
-    } else {
-        out.more = table.chunks_exact(8).map(entry).collect();
+    let count = count as usize;
+    if count > INLINE_IOVECS {
+        return Ok(Iovecs::Heap(table.chunks_exact(8).map(entry).collect()));
     }
-    Ok(out)
+    let mut inline = [(0, 0); INLINE_IOVECS];
+    for (slot, c) in inline.iter_mut().zip(table.chunks_exact(8)) {
+        *slot = entry(c);
+    }
+    Ok(Iovecs::Inline(inline, count))
 }
 
 /// The bytes of an iovec array as one buffer: borrowed from the guest's memory when at most
