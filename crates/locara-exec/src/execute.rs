@@ -39,7 +39,9 @@ pub struct Execute {
     sandbox: Sandbox,
     max_limits: EffectiveLimits,
     compiled: Arc<Mutex<HashMap<Digest, Compiled>>>,
-    services: ServicesConfig,
+    /// Shared by every clone of this service and every call's [`CallServices`]: cloning the
+    /// pipeline (tower clones it once a call) copies no endpoint's strings.
+    services: Arc<ServicesConfig>,
 }
 
 impl Execute {
@@ -49,13 +51,13 @@ impl Execute {
             sandbox,
             max_limits,
             compiled: Arc::default(),
-            services: ServicesConfig::default(),
+            services: Arc::default(),
         }
     }
 
     /// Sets what the host services wasm tools may call (`web.fetch`, `llm.chat`) use.
     pub fn with_services(mut self, services: ServicesConfig) -> Execute {
-        self.services = services;
+        self.services = Arc::new(services);
         self
     }
 
@@ -174,7 +176,7 @@ impl Execute {
         {
             caps = caps.with_services(Arc::new(CallServices {
                 runtime: runtime.clone(),
-                config: self.services.clone(),
+                config: Arc::clone(&self.services),
                 tool: manifest.tool_ref().to_string(),
                 hosts: grant.hosts.clone(),
                 addresses: grant.addresses.clone().into(),

@@ -323,7 +323,7 @@ pub(crate) fn effective_hosts(tool: &[String], app: &[String]) -> Vec<String> {
 #[derive(Debug)]
 pub(crate) struct CallServices {
     pub(crate) runtime: tokio::runtime::Handle,
-    pub(crate) config: ServicesConfig,
+    pub(crate) config: Arc<ServicesConfig>,
     /// The tool, for messages (`id@version`).
     pub(crate) tool: String,
     /// The hosts [`WEB_FETCH`] may reach; empty when the tool asked for no network.

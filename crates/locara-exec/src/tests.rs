@@ -13,8 +13,12 @@ use crate::{
 /// An inner service that records what reaches it and answers with a marker error.
 fn recorder() -> (
     Arc<Mutex<Vec<ParsedCall>>>,
-    impl tower::Service<ParsedCall, Response = crate::ToolResult, Error = ExecError, Future = impl Send>
-    + Clone
+    impl tower::Service<
+        ParsedCall,
+        Response = crate::ToolResult,
+        Error = ExecError,
+        Future = crate::CallFuture,
+    > + Clone
     + Send
     + 'static,
 ) {
@@ -22,11 +26,13 @@ fn recorder() -> (
     let log = Arc::clone(&seen);
     let service = service_fn(move |call: ParsedCall| {
         log.lock().unwrap().push(call);
-        async {
+        // A pipeline layer's inner service returns the pipeline's boxed future.
+        let future: crate::CallFuture = Box::pin(async {
             Err::<crate::ToolResult, _>(ExecError::Cancelled(
                 "reached the inner service".to_owned(),
             ))
-        }
+        });
+        future
     });
     (seen, service)
 }

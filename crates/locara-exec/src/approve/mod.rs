@@ -93,8 +93,10 @@ impl<S> RequireApproval<S> {
 
 impl<S> Service<ResolvedCall> for RequireApproval<S>
 where
-    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError, Future = CallFuture>
+        + Clone
+        + Send
+        + 'static,
 {
     type Response = ToolResult;
     type Error = ExecError;
@@ -107,7 +109,7 @@ where
     fn call(&mut self, call: ResolvedCall) -> CallFuture {
         let manifest = call.tool.manifest();
         if manifest.safety_tier != SafetyTier::Privileged {
-            return Box::pin(self.inner.call(call));
+            return self.inner.call(call);
         }
         let request = ApprovalRequest {
             tool: manifest.tool_ref(),

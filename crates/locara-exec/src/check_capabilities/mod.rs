@@ -42,8 +42,9 @@ impl<S> CheckCapabilities<S> {
 
 impl<S> Service<ResolvedCall> for CheckCapabilities<S>
 where
-    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError> + Send + 'static,
-    S::Future: Send + 'static,
+    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError, Future = CallFuture>
+        + Send
+        + 'static,
 {
     type Response = ToolResult;
     type Error = ExecError;
@@ -57,7 +58,7 @@ where
         match check(&call, &self.grants) {
             Ok(grant) => {
                 call.grant = grant;
-                Box::pin(self.inner.call(call))
+                self.inner.call(call)
             }
             Err(error) => Box::pin(async move { Err(error) }),
         }

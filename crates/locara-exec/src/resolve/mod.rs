@@ -94,8 +94,10 @@ impl<S> Resolve<S> {
 
 impl<S> Service<ParsedCall> for Resolve<S>
 where
-    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError, Future = CallFuture>
+        + Clone
+        + Send
+        + 'static,
 {
     type Response = ToolResult;
     type Error = ExecError;
@@ -106,13 +108,11 @@ where
     }
 
     fn call(&mut self, call: ParsedCall) -> CallFuture {
-        // The clone is not ready; the service that was polled ready is the one called.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
         // A host tool, or one verified before (every call after a tool's first), goes straight
-        // to the inner service: no future of this layer's own to allocate and move.
+        // to the inner service, called now: its future is this call's, with no future of this
+        // layer's own to allocate and move, and no clone of the services below.
         if let Some(tool) = self.resolver.host_tool(&call.tool) {
-            return Box::pin(inner.call(resolved(call, tool, None)));
+            return self.inner.call(resolved(call, tool, None));
         }
         let cached = self
             .verified
@@ -121,8 +121,13 @@ where
             .get(&call.tool)
             .cloned();
         if let Some((artifact, models)) = cached {
-            return Box::pin(inner.call(resolved(call, artifact, models)));
+            return self.inner.call(resolved(call, artifact, models));
         }
+        // The inner service is called only once the tool is verified: the one polled ready
+        // goes with the future, and a clone (not ready) stays here (tower's rule for a service
+        // that awaits before calling inward).
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
         let resolver = Arc::clone(&self.resolver);
         let verified = Arc::clone(&self.verified);
         Box::pin(async move {

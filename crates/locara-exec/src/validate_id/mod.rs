@@ -36,8 +36,9 @@ impl<S> ValidateId<S> {
 
 impl<S> Service<ToolCall> for ValidateId<S>
 where
-    S: Service<ParsedCall, Response = ToolResult, Error = ExecError> + Send + 'static,
-    S::Future: Send + 'static,
+    S: Service<ParsedCall, Response = ToolResult, Error = ExecError, Future = CallFuture>
+        + Send
+        + 'static,
 {
     type Response = ToolResult;
     type Error = ExecError;
@@ -56,7 +57,7 @@ where
                     workspace: call.workspace,
                     context: call.context,
                 };
-                Box::pin(self.inner.call(parsed))
+                self.inner.call(parsed)
             }
             Err(error) => {
                 let error = ExecError::InvalidToolRef {

@@ -47,8 +47,9 @@ impl<S> ValidateInput<S> {
 
 impl<S> Service<ResolvedCall> for ValidateInput<S>
 where
-    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError> + Send + 'static,
-    S::Future: Send + 'static,
+    S: Service<ResolvedCall, Response = ToolResult, Error = ExecError, Future = CallFuture>
+        + Send
+        + 'static,
 {
     type Response = ToolResult;
     type Error = ExecError;
@@ -70,7 +71,7 @@ where
             .get(&call.tool, "input_schema")
             .and_then(|validator| crate::schema::check_input(&tool, &validator, &call.arguments));
         match checked {
-            Ok(()) => Box::pin(self.inner.call(call)),
+            Ok(()) => self.inner.call(call),
             Err(error) => Box::pin(async move { Err(error) }),
         }
     }
