@@ -336,6 +336,8 @@ pub struct RunStats {
     pub enforced: EnforcedLimits,
 }
 
-/// The future every pipeline service returns.
+/// The future every pipeline service returns, and so the one each layer's inner service
+/// must return: a layer that only checks a call on its way in hands its inner service's
+/// future on as it is, rather than boxing it again.
 pub type CallFuture =
     Pin<Box<dyn Future<Output = Result<ToolResult, crate::ExecError>> + Send + 'static>>;
