@@ -14,6 +14,11 @@
 //!   after another with `Locara::run`: what an agent saves or pays by writing one program
 //!   instead of 10 tool calls, before counting the model round trips code mode saves.
 //!
+//! Each language's programs are timed in turn with the host's own calls (a sample is: the
+//! program making none, the one making 10, then an untimed `Locara::run` and 10 timed ones),
+//! and each ratio is taken against the host rows measured beside it, so that a change in the
+//! machine's speed between rows does not show as a ratio.
+//!
 //! Run with `cargo bench -p locara-bench --bench code_mode` (`CODE_MODE=lua`, `=python` or
 //! `=javascript` keeps only that language's program rows, e.g. under `perf record`). Under `cargo test` (no `--bench`
 //! argument) it makes a few calls of each, as a smoke test.
@@ -46,7 +51,7 @@ struct Plan {
 
 const BENCH: Plan = Plan {
     warmup: 10,
-    samples: 60,
+    samples: 200,
 };
 const SMOKE: Plan = Plan {
     warmup: 1,
@@ -119,26 +124,7 @@ fn main() -> Result<()> {
         f()?;
         Ok(started.elapsed())
     };
-    let mut direct = Vec::new();
-    let mut ten_direct = Vec::new();
-    for _ in 0..plan.samples {
-        direct.push(time(&mut || chunk(&rt, &locara).map(drop))?);
-        ten_direct.push(time(&mut || {
-            for _ in 0..10 {
-                chunk(&rt, &locara)?;
-            }
-            Ok(())
-        })?);
-    }
-    let direct = Row {
-        name: "text.chunk, Locara::run".to_owned(),
-        summary: Summary::of(&direct),
-    };
-    let ten_direct = Row {
-        name: "10 × text.chunk, Locara::run each".to_owned(),
-        summary: Summary::of(&ten_direct),
-    };
-    let mut rows = vec![direct.clone(), ten_direct.clone()];
+    let mut rows = Vec::new();
     let mut ratios = Vec::new();
     let only = std::env::var("CODE_MODE").ok();
     for (language, name) in [
@@ -156,6 +142,12 @@ fn main() -> Result<()> {
         for _ in 0..plan.warmup {
             run_program(&rt, &locara, language, 10, chunks_per_call)?;
         }
+        // Each sample times the programs and the host's own calls one after the other, so
+        // that every ratio compares figures taken within the same millisecond or so: this
+        // machine moves between a faster and a slower phase within minutes, which made
+        // ratios of rows measured a few seconds apart swing by a third.
+        let mut direct = Vec::new();
+        let mut ten_direct = Vec::new();
         let (mut inner, mut programs, mut host_side) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..plan.samples {
             let empty =
@@ -166,16 +158,40 @@ fn main() -> Result<()> {
             })?;
             inner.push(ten.saturating_sub(empty) / 10);
             programs.push(ten);
+            // The first host call after a program finds the caches full of the program's
+            // (after a Python program, ~110 µs against ~25); it is not timed, so that the
+            // host's calls are compared warm, as they were when they ran in a loop of their
+            // own, and as the program's own inner calls run.
+            chunk(&rt, &locara)?;
+            let mut ten = Duration::ZERO;
+            for _ in 0..10 {
+                let one = time(&mut || chunk(&rt, &locara).map(drop))?;
+                direct.push(one);
+                ten += one;
+            }
+            ten_direct.push(ten);
         }
+        let what = match language {
+            ROUND_TRIP => format!("{name}'s round trips"),
+            _ => format!("{name}'s programs"),
+        };
+        let direct = Row {
+            name: format!("text.chunk, Locara::run, between {what}"),
+            summary: Summary::of(&direct),
+        };
         if language == ROUND_TRIP {
             let round_trip = Row {
                 name: format!("gateway round trip from {name}, no inner call"),
                 summary: Summary::of(&inner),
             };
             ratios.push(Ratio::of(&round_trip, &direct, None));
-            rows.push(round_trip);
+            rows.extend([direct, round_trip]);
             continue;
         }
+        let ten_direct = Row {
+            name: format!("10 × text.chunk, Locara::run each, between {what}"),
+            summary: Summary::of(&ten_direct),
+        };
         let inner = Row {
             name: format!("text.chunk, inner call from {name}"),
             summary: Summary::of(&inner),
@@ -195,7 +211,7 @@ fn main() -> Result<()> {
         ));
         ratios.push(Ratio::of(&host_side, &direct, None));
         ratios.push(Ratio::of(&program, &ten_direct, None));
-        rows.extend([inner, host_side, program]);
+        rows.extend([direct, inner, host_side, ten_direct, program]);
     }
     print!("{}", render(&rows, &ratios));
     Ok(())
